@@ -1,0 +1,11 @@
+# The two commands of the README, plus a build.
+.PHONY: run test build
+
+run:
+	./scripts/run.sh
+
+test:
+	./scripts/test.sh
+
+build:
+	swift build

@@ -1,0 +1,78 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// One settings list shared by every target: Swift 6 language mode and strict concurrency everywhere.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "pushchat-server",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "pushchat-api", targets: ["APIServer"]),
+        .executable(name: "pushchat-push", targets: ["PushDaemon"]),
+        .executable(name: "pushchat-feedback", targets: ["FeedbackJob"]),
+        .library(name: "PushChatShared", targets: ["Shared"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        .target(
+            name: "Shared",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "APIServer",
+            dependencies: [
+                "Shared",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "PushDaemon",
+            dependencies: ["Shared"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FeedbackJob",
+            dependencies: ["Shared"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SharedTests",
+            dependencies: ["Shared"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "Shared",
+                "APIServer",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

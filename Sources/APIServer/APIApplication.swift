@@ -1,0 +1,41 @@
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+import Shared
+
+/// Builds the API server from a configuration, so tests can run exactly what `pushchat-api serve` runs.
+enum APIApplication {
+    /// Largest request body accepted; larger bodies get 413.
+    static let bodyLimit = 64 * 1024
+
+    static func build(
+        configuration: Configuration,
+        logger: Logger,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let postgres = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-api", logger: logger)
+        let router = Router(context: APIRequestContext.self)
+        router.add(middleware: AccessLogMiddleware())
+        let controller = APIController(
+            store: ChatStore(client: postgres, logger: logger),
+            mode: configuration.mode,
+            logger: logger
+        )
+        controller.addRoutes(to: router)
+        TestPages.addRoutes(to: router, mode: configuration.mode)
+        return Application(
+            router: router,
+            configuration: .init(
+                address: .hostname(configuration.apiHost, port: configuration.apiPort),
+                serverName: "PushChat"
+            ),
+            services: [postgres],
+            onServerRunning: { channel in
+                logger.info("API listening on \(channel.localAddress.map { "\($0)" } ?? "?")")
+                await onServerRunning(channel)
+            },
+            logger: logger
+        )
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Shared
+
+/// `POST /api.php` (and `/api`): the PushChat app's commands.
+struct APIController: Sendable {
+    /// How long a request may wait for the database before it is answered with 503.
+    static let databaseTimeout: Duration = .seconds(10)
+    static let errorHeader = HTTPField.Name("X-Error-Description")!
+
+    let store: ChatStore
+    let mode: Mode
+    let logger: Logger
+
+    func addRoutes(to router: Router<APIRequestContext>) {
+        router.post("/api.php") { request, context in try await handle(request, context: context) }
+        router.post("/api") { request, context in try await handle(request, context: context) }
+        router.get("/test/database") { _, _ in try await databaseCheck() }
+    }
+
+    func handle(_ request: Request, context: APIRequestContext) async throws -> Response {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > APIApplication.bodyLimit {
+            return Self.error(.contentTooLarge, "Request body too large")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: APIApplication.bodyLimit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            return Self.error(.contentTooLarge, "Request body too large")
+        }
+        let fields: FormFields
+        do {
+            fields = try FormFields.parse(body: body, contentType: request.headers[.contentType])
+        } catch {
+            let status: HTTPResponse.Status = error == .unsupportedContentType ? .unsupportedMediaType : .badRequest
+            return Self.error(status, error.description)
+        }
+        let command: APIRequest
+        do {
+            command = try APIRequest(fields: fields)
+        } catch {
+            context.logger.debug("Refused request", metadata: ["api.error": "\(error)"])
+            return Self.error(.badRequest, error.description)
+        }
+        do {
+            let store = self.store
+            let address = context.remoteAddress?.ipAddress
+            return try await withDeadline(Self.databaseTimeout) {
+                try await Self.perform(command, store: store, clientAddress: address)
+            }
+        } catch {
+            let detail = error is DeadlineExceeded ? "the database did not answer in time" : DatabaseError.describe(error)
+            logger.error("\(command.command) failed: \(detail)", metadata: ["api.command": "\(command.command)"])
+            let status: HTTPResponse.Status = error is DeadlineExceeded ? .serviceUnavailable : .internalServerError
+            return Self.error(status, mode == .development ? "Database error: \(detail)" : "Database error")
+        }
+    }
+
+    static func perform(_ command: APIRequest, store: ChatStore, clientAddress: String?) async throws -> Response {
+        switch command {
+        case .join(let udid, let token, let name, let code):
+            try await store.join(udid: udid, token: token, name: name, code: code, ipAddress: clientAddress)
+        case .leave(let udid):
+            try await store.leave(udid: udid)
+        case .update(let udid, let token):
+            try await store.update(udid: udid, token: token)
+        case .message(let udid, let text):
+            let result = try await store.message(udid: udid, text: text)
+            if result.messageID == nil {
+                store.logger.info("Message from a device that is in no room: nothing queued", metadata: ["api.udid": "\(udid)"])
+            }
+        case .fetch(let udid, let since):
+            let messages = try await store.fetch(udid: udid, since: since)
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: FetchResponse(messages).json()))
+            )
+        }
+        return Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "OK")))
+    }
+
+    func databaseCheck() async throws -> Response {
+        do {
+            let store = self.store
+            let count = try await withDeadline(Self.databaseTimeout) { try await store.userCount() }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: "Database OK: \(count) active users\n"))
+            )
+        } catch {
+            let detail = error is DeadlineExceeded ? "the database did not answer in time" : DatabaseError.describe(error)
+            logger.error("Database check failed: \(detail)")
+            return Self.error(.internalServerError, mode == .development ? "Database error: \(detail)" : "Database error")
+        }
+    }
+
+    /// An error reply: the reason in `X-Error-Description` (as the tutorial's API did) and in the body.
+    static func error(_ status: HTTPResponse.Status, _ description: String) -> Response {
+        Response(
+            status: status,
+            headers: [errorHeader: description, .contentType: "text/plain; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: description + "\n"))
+        )
+    }
+}
+
+/// The JSON answer to `cmd=fetch`: `{"messages":[{"id":1,"name":"Bob","text":"hi","time":"2026-…Z"}]}`.
+struct FetchResponse: Encodable {
+    struct Item: Encodable {
+        let id: Int64
+        let name: String
+        let text: String
+        let time: String
+    }
+
+    let messages: [Item]
+    /// More messages follow: fetch again with `since` = the last id.
+    let more: Bool
+
+    init(_ messages: [ChatStore.StoredMessage]) {
+        self.messages = messages.map {
+            Item(id: $0.id, name: $0.name, text: $0.text, time: $0.createdAt.formatted(.iso8601))
+        }
+        self.more = messages.count == ChatStore.fetchLimit
+    }
+
+    func json() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(self)) ?? Data("{\"messages\":[]}".utf8))
+    }
+}

@@ -1,0 +1,32 @@
+import ArgumentParser
+import Hummingbird
+import Logging
+import Shared
+
+/// `pushchat-api [serve] [development|production]`: runs the HTTP API until SIGTERM or SIGINT.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the HTTP API (the default command)."
+    )
+
+    @OptionGroup var options: ProcessOptions
+
+    func run() async throws {
+        try await ProcessFailure.report(program: "pushchat-api") {
+            let configuration = try options.configuration()
+            let logger = try LogSetup.bootstrap(
+                label: "pushchat-api",
+                level: configuration.logLevel,
+                file: configuration.logFilePath(process: "api")
+            )
+            logger.info(
+                "API server starting (\(configuration.mode.rawValue) mode)",
+                metadata: ["db.url": "\(configuration.databaseURL)"]
+            )
+            let app = APIApplication.build(configuration: configuration, logger: logger)
+            try await app.runService()
+            logger.info("API server stopped")
+        }
+    }
+}

@@ -1,0 +1,85 @@
+# Throwaway PostgreSQL clusters for `scripts/run.sh` and `scripts/test.sh`. Source it; it defines functions only.
+#
+#   pg_ensure_installed          install Debian's postgresql when no server binaries are found
+#   pg_start DIR                 init DIR if empty, start on a free 127.0.0.1 port; sets PG_PORT and PG_URL
+#   pg_stop DIR                  fast shutdown
+#
+# PostgreSQL refuses to run as root, so as root every server command runs as the `postgres` user.
+
+pg_bindir() {
+    local dir
+    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$dir" ] && [ -x "$dir/initdb" ] && echo "$dir"
+}
+
+pg_ensure_installed() {
+    if [ -n "$(pg_bindir)" ] && command -v psql >/dev/null; then return 0; fi
+    echo "==> installing PostgreSQL (Debian package postgresql)"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql postgresql-client >/dev/null
+    # Debian's package starts its own cluster on 5432; the project never uses it.
+    [ -n "$(pg_bindir)" ] || { echo "PostgreSQL server binaries not found after installing" >&2; return 1; }
+}
+
+# Runs a server command as the cluster owner.
+pg_as_owner() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+pg_free_port() {
+    local port
+    for _ in $(seq 1 200); do
+        port=$(( 20000 + RANDOM % 30000 ))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            echo "$port"
+            return 0
+        fi
+    done
+    echo "no free port found" >&2
+    return 1
+}
+
+pg_start() {
+    local dir=$1 bin
+    bin=$(pg_bindir)
+    mkdir -p "$dir"
+    if [ "$(id -u)" -eq 0 ]; then
+        chown postgres: "$dir"
+        chmod 700 "$dir"
+        if ! runuser -u postgres -- test -w "$dir"; then
+            echo "the postgres user cannot reach $dir (a parent folder is not traversable)" >&2
+            return 1
+        fi
+    fi
+    if [ ! -f "$dir/PG_VERSION" ]; then
+        pg_as_owner "$bin/initdb" -D "$dir" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync >"$dir.initdb.log" 2>&1 \
+            || { cat "$dir.initdb.log" >&2; return 1; }
+        rm -f "$dir.initdb.log"
+    fi
+    PG_PORT=$(pg_free_port) || return 1
+    pg_as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
+        -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+        start >/dev/null || { cat "$dir/server.log" >&2; return 1; }
+    PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+    export PG_PORT PG_URL
+}
+
+pg_stop() {
+    local dir=$1
+    [ -f "$dir/postmaster.pid" ] || return 0
+    pg_as_owner "$(pg_bindir)/pg_ctl" -D "$dir" -m fast -w -t 30 stop >/dev/null 2>&1 || true
+}
+
+# Creates database $2 on the running cluster unless it exists.
+pg_create_database() {
+    local port=$1 name=$2
+    if ! psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$name'" | grep -q 1; then
+        psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -qc "CREATE DATABASE \"$name\"" >/dev/null
+    fi
+}
