@@ -3,7 +3,7 @@ import PackageDescription
 
 /// One settings list shared by every target: Swift 6 language mode and strict concurrency everywhere.
 let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 let package = Package(

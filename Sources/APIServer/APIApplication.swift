@@ -12,6 +12,7 @@ enum APIApplication {
     static func build(
         configuration: Configuration,
         logger: Logger,
+        databaseTimeout: Duration = .seconds(10),
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let postgres = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-api", logger: logger)
@@ -20,6 +21,7 @@ enum APIApplication {
         let controller = APIController(
             store: ChatStore(client: postgres, logger: logger),
             mode: configuration.mode,
+            databaseTimeout: databaseTimeout,
             logger: logger
         )
         controller.addRoutes(to: router)
@@ -31,10 +33,7 @@ enum APIApplication {
                 serverName: "PushChat"
             ),
             services: [postgres],
-            onServerRunning: { channel in
-                logger.info("API listening on \(channel.localAddress.map { "\($0)" } ?? "?")")
-                await onServerRunning(channel)
-            },
+            onServerRunning: onServerRunning,
             logger: logger
         )
     }

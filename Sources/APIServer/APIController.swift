@@ -7,12 +7,12 @@ import Shared
 
 /// `POST /api.php` (and `/api`): the PushChat app's commands.
 struct APIController: Sendable {
-    /// How long a request may wait for the database before it is answered with 503.
-    static let databaseTimeout: Duration = .seconds(10)
     static let errorHeader = HTTPField.Name("X-Error-Description")!
 
     let store: ChatStore
     let mode: Mode
+    /// How long a request may wait for the database before it is answered with 503.
+    let databaseTimeout: Duration
     let logger: Logger
 
     func addRoutes(to router: Router<APIRequestContext>) {
@@ -48,14 +48,11 @@ struct APIController: Sendable {
         do {
             let store = self.store
             let address = context.remoteAddress?.ipAddress
-            return try await withDeadline(Self.databaseTimeout) {
+            return try await withDeadline(databaseTimeout) {
                 try await Self.perform(command, store: store, clientAddress: address)
             }
         } catch {
-            let detail = error is DeadlineExceeded ? "the database did not answer in time" : DatabaseError.describe(error)
-            logger.error("\(command.command) failed: \(detail)", metadata: ["api.command": "\(command.command)"])
-            let status: HTTPResponse.Status = error is DeadlineExceeded ? .serviceUnavailable : .internalServerError
-            return Self.error(status, mode == .development ? "Database error: \(detail)" : "Database error")
+            return databaseFailure(error, doing: command.command)
         }
     }
 
@@ -80,23 +77,36 @@ struct APIController: Sendable {
                 body: .init(byteBuffer: ByteBuffer(bytes: FetchResponse(messages).json()))
             )
         }
-        return Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "OK")))
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/plain; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: "OK"))
+        )
     }
 
     func databaseCheck() async throws -> Response {
         do {
             let store = self.store
-            let count = try await withDeadline(Self.databaseTimeout) { try await store.userCount() }
+            let count = try await withDeadline(databaseTimeout) { try await store.userCount() }
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: "Database OK: \(count) active users\n"))
             )
         } catch {
-            let detail = error is DeadlineExceeded ? "the database did not answer in time" : DatabaseError.describe(error)
-            logger.error("Database check failed: \(detail)")
-            return Self.error(.internalServerError, mode == .development ? "Database error: \(detail)" : "Database error")
+            return databaseFailure(error, doing: "database check")
         }
+    }
+
+    /// 503 when the database did not answer in time, 500 when it failed; details only in development mode.
+    func databaseFailure(_ error: any Error, doing what: String) -> Response {
+        let timedOut = error is DeadlineExceeded
+        let detail = timedOut ? "the database did not answer within \(databaseTimeout)" : DatabaseError.describe(error)
+        logger.error("\(what) failed: \(detail)", metadata: ["api.command": "\(what)"])
+        return Self.error(
+            timedOut ? .serviceUnavailable : .internalServerError,
+            mode == .development ? "Database error: \(detail)" : "Database error"
+        )
     }
 
     /// An error reply: the reason in `X-Error-Description` (as the tutorial's API did) and in the body.

@@ -13,23 +13,35 @@ enum TestPages {
     }
 
     static let forms: [(command: String, title: String, fields: [Field])] = [
-        ("join", "Join a chat room", [
-            Field(name: "udid", label: "udid (40 or 32 hex digits)", value: "0123456789abcdef0123456789abcdef01234567"),
-            Field(name: "token", label: "device token (64 hex digits, or 0)", value: String(repeating: "ab", count: 32)),
-            Field(name: "name", label: "name", value: "Browser"),
-            Field(name: "code", label: "secret code (the room)", value: "test"),
-        ]),
-        ("leave", "Leave the chat room", [
-            Field(name: "udid", label: "udid", value: "0123456789abcdef0123456789abcdef01234567"),
-        ]),
-        ("update", "Update the device token", [
-            Field(name: "udid", label: "udid", value: "0123456789abcdef0123456789abcdef01234567"),
-            Field(name: "token", label: "device token (64 hex digits)", value: String(repeating: "cd", count: 32)),
-        ]),
-        ("message", "Send a message", [
-            Field(name: "udid", label: "udid", value: "0123456789abcdef0123456789abcdef01234567"),
-            Field(name: "text", label: "text (at most 190 bytes)", value: "Hello from the browser!", multiline: true),
-        ]),
+        (
+            "join", "Join a chat room",
+            [
+                Field(name: "udid", label: "udid (40 or 32 hex digits)", value: "0123456789abcdef0123456789abcdef01234567"),
+                Field(name: "token", label: "device token (64 hex digits, or 0)", value: String(repeating: "ab", count: 32)),
+                Field(name: "name", label: "name", value: "Browser"),
+                Field(name: "code", label: "secret code (the room)", value: "test"),
+            ]
+        ),
+        (
+            "leave", "Leave the chat room",
+            [
+                Field(name: "udid", label: "udid", value: "0123456789abcdef0123456789abcdef01234567")
+            ]
+        ),
+        (
+            "update", "Update the device token",
+            [
+                Field(name: "udid", label: "udid", value: "0123456789abcdef0123456789abcdef01234567"),
+                Field(name: "token", label: "device token (64 hex digits)", value: String(repeating: "cd", count: 32)),
+            ]
+        ),
+        (
+            "message", "Send a message",
+            [
+                Field(name: "udid", label: "udid", value: "0123456789abcdef0123456789abcdef01234567"),
+                Field(name: "text", label: "text (at most 190 bytes)", value: "Hello from the browser!", multiline: true),
+            ]
+        ),
     ]
 
     static func addRoutes(to router: Router<APIRequestContext>, mode: Mode) {

@@ -20,7 +20,9 @@ import Testing
     }
 
     @Test func join() throws {
-        let request = try parse(["cmd": "join", "udid": " \(Self.udid.uppercased())\n", "token": Self.token.uppercased(), "name": " Ann ", "code": "room 1"])
+        let request = try parse([
+            "cmd": "join", "udid": " \(Self.udid.uppercased())\n", "token": Self.token.uppercased(), "name": " Ann ", "code": "room 1",
+        ])
         #expect(request == .join(udid: Self.udid, token: Self.token, name: "Ann", code: "room 1"))
     }
 
@@ -30,13 +32,20 @@ import Testing
     }
 
     @Test func udidForms() throws {
-        #expect(try parse(["cmd": "leave", "udid": "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"]) == .leave(udid: "e621e1f8c36c495a93fc0c247a3e6e5f"))
-        #expect(try parse(["cmd": "leave", "udid": "e621e1f8c36c495a93fc0c247a3e6e5f"]) == .leave(udid: "e621e1f8c36c495a93fc0c247a3e6e5f"))
+        #expect(
+            try parse(["cmd": "leave", "udid": "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"]) == .leave(udid: "e621e1f8c36c495a93fc0c247a3e6e5f")
+        )
+        #expect(
+            try parse(["cmd": "leave", "udid": "e621e1f8c36c495a93fc0c247a3e6e5f"]) == .leave(udid: "e621e1f8c36c495a93fc0c247a3e6e5f")
+        )
     }
 
     @Test func updateAndMessageAndFetch() throws {
         #expect(try parse(["cmd": "update", "udid": Self.udid, "token": Self.token]) == .update(udid: Self.udid, token: Self.token))
-        #expect(try parse(["cmd": "message", "udid": Self.udid, "text": "line 1\r\nline 2"]) == .message(udid: Self.udid, text: "line 1\r\nline 2"))
+        #expect(
+            try parse(["cmd": "message", "udid": Self.udid, "text": "line 1\r\nline 2"])
+                == .message(udid: Self.udid, text: "line 1\r\nline 2")
+        )
         #expect(try parse(["cmd": "fetch", "udid": Self.udid]) == .fetch(udid: Self.udid, since: 0))
         #expect(try parse(["cmd": "fetch", "udid": Self.udid, "since": "42"]) == .fetch(udid: Self.udid, since: 42))
     }
@@ -56,7 +65,10 @@ import Testing
         (["cmd": "join", "udid": APIRequestTests.udid, "token": APIRequestTests.token, "name": "   "], "Invalid name"),
         (["cmd": "join", "udid": APIRequestTests.udid, "token": APIRequestTests.token, "name": "a\tb"], "Invalid name"),
         (["cmd": "join", "udid": APIRequestTests.udid, "token": APIRequestTests.token, "name": "a\nb"], "Invalid name"),
-        (["cmd": "join", "udid": APIRequestTests.udid, "token": APIRequestTests.token, "name": String(repeating: "n", count: 256)], "Invalid name"),
+        (
+            ["cmd": "join", "udid": APIRequestTests.udid, "token": APIRequestTests.token, "name": String(repeating: "n", count: 256)],
+            "Invalid name"
+        ),
         (["cmd": "join", "udid": APIRequestTests.udid, "token": APIRequestTests.token, "name": "Ann"], "Missing code"),
         (["cmd": "join", "udid": APIRequestTests.udid, "token": APIRequestTests.token, "name": "Ann", "code": ""], "Invalid code"),
         (["cmd": "join", "udid": APIRequestTests.udid, "token": APIRequestTests.token, "name": "Ann", "code": "a\u{7F}"], "Invalid code"),

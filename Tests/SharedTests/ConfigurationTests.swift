@@ -98,7 +98,11 @@ import Testing
 
     @Test func passwordNeverAppearsInErrors() throws {
         let error = #expect(throws: ConfigurationError.self) {
-            try Configuration.load(mode: .production, path: nil, environment: ["PUSHCHAT_DATABASE_URL": "postgres://u:hunter2@h/db?sslmode=maybe"])
+            try Configuration.load(
+                mode: .production,
+                path: nil,
+                environment: ["PUSHCHAT_DATABASE_URL": "postgres://u:hunter2@h/db?sslmode=maybe"]
+            )
         }
         #expect(error?.description.contains("hunter2") == false)
     }

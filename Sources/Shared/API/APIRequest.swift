@@ -50,7 +50,12 @@ public enum APIRequest: Sendable, Equatable {
         case "message":
             let udid = try FormValue.udid(fields)
             let text = try FormValue.text(
-                fields, "text", missing: .missingText, invalid: .invalidText, maxBytes: Self.maximumTextBytes, allowNewlines: true
+                fields,
+                "text",
+                missing: .missingText,
+                invalid: .invalidText,
+                maxBytes: Self.maximumTextBytes,
+                allowNewlines: true
             )
             self = .message(udid: udid, text: text)
         case "fetch":

@@ -43,7 +43,12 @@ extension DatabaseURL {
     func connectionConfiguration(applicationName: String) throws -> PostgresConnection.Configuration {
         var configuration: PostgresConnection.Configuration
         if let socketDirectory {
-            configuration = .init(unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)", username: username, password: password, database: database)
+            configuration = .init(
+                unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)",
+                username: username,
+                password: password,
+                database: database
+            )
         } else {
             let tls: PostgresConnection.Configuration.TLS
             switch tlsMode {

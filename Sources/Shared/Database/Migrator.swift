@@ -89,7 +89,9 @@ public struct Migrator: Sendable {
         )
     }
 
-    private func appliedMigrations(on connection: PostgresConnection) async throws -> [Int: (name: String, checksum: String, appliedAt: Date)] {
+    private func appliedMigrations(
+        on connection: PostgresConnection
+    ) async throws -> [Int: (name: String, checksum: String, appliedAt: Date)] {
         var applied: [Int: (name: String, checksum: String, appliedAt: Date)] = [:]
         let rows = try await connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations", logger: logger)
         for try await (version, name, checksum, appliedAt) in rows.decode((Int, String, String, Date).self) {

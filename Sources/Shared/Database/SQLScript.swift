@@ -24,7 +24,8 @@ public struct SQLScript: Sendable, Equatable {
 
         while index < bytes.count {
             let byte = bytes[index]
-            let isComment = (byte == UInt8(ascii: "-") && Self.byte(bytes, index + 1) == UInt8(ascii: "-"))
+            let isComment =
+                (byte == UInt8(ascii: "-") && Self.byte(bytes, index + 1) == UInt8(ascii: "-"))
                 || (byte == UInt8(ascii: "/") && Self.byte(bytes, index + 1) == UInt8(ascii: "*"))
             if !hasCode && !isComment && byte > 32 {
                 // A statement starts at its first code byte: comments before it are not part of it.
@@ -65,7 +66,8 @@ public struct SQLScript: Sendable, Equatable {
 
     /// Index just past the closing quote; a doubled quote is an escaped quote, and a backslash escapes in `E'…'`.
     private static func skipQuoted(_ bytes: [UInt8], from start: Int, quote: UInt8) -> Int {
-        let backslashEscapes = quote == UInt8(ascii: "'") && start > 0
+        let backslashEscapes =
+            quote == UInt8(ascii: "'") && start > 0
             && (bytes[start - 1] == UInt8(ascii: "E") || bytes[start - 1] == UInt8(ascii: "e"))
         var index = start + 1
         while index < bytes.count {

@@ -1,0 +1,111 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import Shared
+
+@Suite struct MigrationTests {
+    @Test func migrateAppliesOnceAndRecords() async throws {
+        try await TestDatabase.withEmptyDatabase { url in
+            try await TestDatabase.withConnection(url) { connection in
+                let migrations = try Migration.load(from: TestDatabase.migrationsDirectory)
+                let migrator = Migrator(connection: connection, migrations: migrations, logger: TestDatabase.logger)
+                #expect(try await migrator.status().allSatisfy { $0.appliedAt == nil })
+                let first = try await migrator.migrate()
+                #expect(first.map(\.version) == migrations.map(\.version))
+                let second = try await migrator.migrate()
+                #expect(second.isEmpty, "running migrate twice is a no-op")
+                let status = try await migrator.status()
+                #expect(status.allSatisfy { $0.appliedAt != nil && !$0.modified })
+            }
+            let tables = try await TestDatabase.scalar(
+                url,
+                "SELECT string_agg(table_name::text, ',' ORDER BY table_name) FROM information_schema.tables WHERE table_schema = 'public'",
+                as: String.self
+            )
+            #expect(tables == "active_users,messages,push_queue,schema_migrations")
+            let uncommented = try await TestDatabase.scalar(
+                url,
+                """
+                SELECT count(*) FROM information_schema.columns c
+                WHERE c.table_schema = 'public' AND c.table_name IN ('active_users', 'push_queue', 'messages')
+                AND col_description(format('%I', c.table_name)::regclass, c.ordinal_position) IS NULL
+                """,
+                as: Int64.self
+            )
+            #expect(uncommented == 0, "every column explains itself to a psql user")
+        }
+    }
+
+    @Test func aFailingMigrationRollsBackAndIsNotRecorded() async throws {
+        let directory = NSTemporaryDirectory() + "pushchat-migrations-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "CREATE TABLE first_table (id int);".write(toFile: directory + "/001_first.sql", atomically: true, encoding: .utf8)
+        try "CREATE TABLE half_done (id int);\nSELECT no_such_function();"
+            .write(toFile: directory + "/002_broken.sql", atomically: true, encoding: .utf8)
+        try await TestDatabase.withEmptyDatabase { url in
+            try await TestDatabase.withConnection(url) { connection in
+                let migrator = Migrator(
+                    connection: connection,
+                    migrations: try Migration.load(from: directory),
+                    logger: TestDatabase.logger
+                )
+                let error = await #expect(throws: DatabaseError.self) { try await migrator.migrate() }
+                #expect(error?.code == .migrationFailed)
+                #expect(error?.description.contains("002_broken.sql") == true)
+                #expect(error?.description.contains("no_such_function") == true)
+            }
+            let halfDone = try await TestDatabase.scalar(url, "SELECT to_regclass('half_done') IS NULL", as: Bool.self)
+            #expect(halfDone, "the failed migration's statements are rolled back")
+            let recorded = try await TestDatabase.scalar(
+                url,
+                "SELECT string_agg(version::text, ',') FROM schema_migrations",
+                as: String.self
+            )
+            #expect(recorded == "1")
+        }
+    }
+
+    @Test func badlyNamedFilesAreRefused() throws {
+        let directory = NSTemporaryDirectory() + "pushchat-migrations-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "SELECT 1;".write(toFile: directory + "/initial.sql", atomically: true, encoding: .utf8)
+        #expect(throws: DatabaseError.self) { try Migration.load(from: directory) }
+    }
+
+    @Test func queueingNotifiesOncePerStatement() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await TestDatabase.withConnection(url) { listener in
+                try await listener.listen(on: "push_queue") { notifications in
+                    try await TestDatabase.withConnection(url) { writer in
+                        try await writer.query(
+                            "INSERT INTO push_queue (device_token, payload) SELECT md5(g::text) || md5(g::text), '{}' FROM generate_series(1, 50) g",
+                            logger: TestDatabase.logger
+                        )
+                        try await writer.query(
+                            "INSERT INTO push_queue (device_token, payload) VALUES ('t', '{}')",
+                            logger: TestDatabase.logger
+                        )
+                        // Delivered in commit order: the marker comes after every notification of the inserts.
+                        try await writer.query("SELECT pg_notify('push_queue', 'end')", logger: TestDatabase.logger)
+                    }
+                    var received = 0
+                    for try await notification in notifications {
+                        if notification.payload == "end" { break }
+                        received += 1
+                    }
+                    #expect(received == 2, "one NOTIFY per inserting statement, not per row")
+                }
+            }
+        }
+    }
+}
+
+/// `body`'s result, or `nil` when it does not finish within `limit`.
+func withDeadlineOrNil<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+    do {
+        return try await withDeadline(limit, body)
+    } catch is DeadlineExceeded {
+        return nil
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import PostgresNIO
+import Testing
+
+@testable import APIServer
+@testable import Shared
+
+/// The real API server (`pushchat-api serve`'s application) on a loopback port, backed by a fresh database.
+struct APIHarness: Sendable {
+    let client: any TestClientProtocol
+    let url: DatabaseURL
+
+    static func configuration(url: DatabaseURL, mode: Mode = .development) -> Configuration {
+        Configuration(mode: mode, databaseURL: url, apiHost: "127.0.0.1", apiPort: 0)
+    }
+
+    /// Runs `body` against an API server on a fresh database.
+    static func run(mode: Mode = .development, _ body: @escaping @Sendable (APIHarness) async throws -> Void) async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await run(configuration: configuration(url: url, mode: mode), body)
+        }
+    }
+
+    static func run(
+        configuration: Configuration,
+        databaseTimeout: Duration = .seconds(10),
+        _ body: @escaping @Sendable (APIHarness) async throws -> Void
+    ) async throws {
+        let app = APIApplication.build(configuration: configuration, logger: TestDatabase.logger, databaseTimeout: databaseTimeout)
+        try await app.test(.live) { client in
+            try await body(APIHarness(client: client, url: configuration.databaseURL))
+        }
+    }
+
+    /// POSTs the fields urlencoded, in order, to `/api.php`.
+    @discardableResult
+    func post(_ fields: KeyValuePairs<String, String>, path: String = "/api.php") async throws -> TestResponse {
+        let body = fields.map { "\(Self.encode($0.key))=\(Self.encode($0.value))" }.joined(separator: "&")
+        return try await post(body: ByteBuffer(string: body), contentType: "application/x-www-form-urlencoded", path: path)
+    }
+
+    func post(body: ByteBuffer, contentType: String?, path: String = "/api.php") async throws -> TestResponse {
+        var headers: HTTPFields = [:]
+        if let contentType { headers[.contentType] = contentType }
+        return try await client.executeRequest(uri: path, method: .post, headers: headers, body: body)
+    }
+
+    func get(_ path: String) async throws -> TestResponse {
+        try await client.executeRequest(uri: path, method: .get, headers: [:], body: nil)
+    }
+
+    /// A fingerprint of every row of the application tables, to prove a request wrote nothing.
+    func snapshot() async throws -> String {
+        try await TestDatabase.scalar(
+            url,
+            """
+            SELECT concat_ws('|',
+                (SELECT coalesce(md5(string_agg(u::text, ',' ORDER BY udid)), '-') FROM active_users u),
+                (SELECT coalesce(md5(string_agg(q::text, ',' ORDER BY message_id)), '-') FROM push_queue q),
+                (SELECT coalesce(md5(string_agg(m::text, ',' ORDER BY id)), '-') FROM messages m))
+            """,
+            as: String.self
+        )
+    }
+
+    func count(_ table: String) async throws -> Int64 {
+        try await TestDatabase.scalar(url, PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table)"), as: Int64.self)
+    }
+
+    static func encode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._*")
+        return (text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text).replacingOccurrences(of: "%20", with: "+")
+    }
+}
+
+extension TestResponse {
+    var text: String { String(buffer: body) }
+    var errorDescription: String? { headers[HTTPField.Name("X-Error-Description")!] }
+}
+
+/// Test devices: udid and token derived from a number.
+enum Device {
+    static func udid(_ n: Int) -> String { String(format: "%040x", n) }
+    static func token(_ n: Int) -> String { String(format: "%064x", n + 0xabc) }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import Shared
+
+/// Fresh, migrated PostgreSQL databases for integration tests, one per test, so parallel tests never see each
+/// other's rows (or NOTIFYs). The server comes from `PUSHCHAT_TEST_DATABASE_URL`, which `scripts/test.sh` sets.
+enum TestDatabase {
+    static let variable = "PUSHCHAT_TEST_DATABASE_URL"
+
+    static var logger: Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        return logger
+    }
+
+    static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    static var migrationsDirectory: String { repositoryRoot.appendingPathComponent("migrations").path }
+
+    /// The server's maintenance database URL.
+    static func serverURL() throws -> DatabaseURL {
+        guard let text = ProcessInfo.processInfo.environment[variable], !text.isEmpty else {
+            Issue.record("\(variable) is not set: run the tests with scripts/test.sh (make test), which starts PostgreSQL")
+            throw CancellationError()
+        }
+        return try DatabaseURL(parsing: text, key: variable)
+    }
+
+    /// Runs `body` with the URL of a new database holding the migrated schema; drops the database afterwards.
+    static func withFreshDatabase<T: Sendable>(_ body: (DatabaseURL) async throws -> T) async throws -> T {
+        let server = try serverURL()
+        let template = try await TemplateDatabase.shared.name(server: server)
+        let name = "pushchat_test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
+        try await admin(server, "CREATE DATABASE \(name) TEMPLATE \(template)")
+        do {
+            let result = try await body(server.with(database: name))
+            try await admin(server, "DROP DATABASE \(name) WITH (FORCE)")
+            return result
+        } catch {
+            try? await admin(server, "DROP DATABASE \(name) WITH (FORCE)")
+            throw error
+        }
+    }
+
+    /// Runs `body` on one connection to `url`.
+    static func withConnection<T: Sendable>(_ url: DatabaseURL, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await Database.withConnection(url: url, applicationName: "pushchat-tests", logger: logger, body)
+    }
+
+    /// An empty database (no schema), for migration tests.
+    static func withEmptyDatabase<T: Sendable>(_ body: (DatabaseURL) async throws -> T) async throws -> T {
+        let server = try serverURL()
+        let name = "pushchat_empty_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
+        try await admin(server, "CREATE DATABASE \(name)")
+        do {
+            let result = try await body(server.with(database: name))
+            try await admin(server, "DROP DATABASE \(name) WITH (FORCE)")
+            return result
+        } catch {
+            try? await admin(server, "DROP DATABASE \(name) WITH (FORCE)")
+            throw error
+        }
+    }
+
+    static func admin(_ server: DatabaseURL, _ sql: String) async throws {
+        try await withConnection(server) { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        }
+    }
+
+    /// One value from a query.
+    static func scalar<T: PostgresDecodable & Sendable>(
+        _ url: DatabaseURL,
+        _ query: PostgresQuery,
+        as type: T.Type = T.self
+    ) async throws -> T {
+        try await withConnection(url) { connection in
+            let rows = try await connection.query(query, logger: logger)
+            for try await value in rows.decode(T.self) { return value }
+            throw DatabaseError(code: .queryFailed, context: "test query", reason: "no rows")
+        }
+    }
+}
+
+/// The migrated template every test database is copied from, created once per test process.
+actor TemplateDatabase {
+    static let shared = TemplateDatabase()
+    private var created: Task<String, any Error>?
+
+    func name(server: DatabaseURL) async throws -> String {
+        if let created { return try await created.value }
+        let task = Task<String, any Error> {
+            let name = "pushchat_template_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+            try await TestDatabase.admin(server, "CREATE DATABASE \(name)")
+            try await TestDatabase.withConnection(server.with(database: name)) { connection in
+                let migrations = try Migration.load(from: TestDatabase.migrationsDirectory)
+                try await Migrator(connection: connection, migrations: migrations, logger: TestDatabase.logger).migrate()
+            }
+            return name
+        }
+        created = task
+        return try await task.value
+    }
+}
