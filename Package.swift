@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "pushchat-api", targets: ["APIServer"]),
         .executable(name: "pushchat-push", targets: ["PushDaemon"]),
         .executable(name: "pushchat-feedback", targets: ["FeedbackJob"]),
+        .executable(name: "pushchat-apns-sim", targets: ["APNsSimulator"]),
         .library(name: "PushChatShared", targets: ["Shared"]),
     ],
     dependencies: [
@@ -49,6 +50,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "Simulator",
+            dependencies: [
+                "Shared",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "APNsSimulator",
+            dependencies: [
+                "Shared",
+                "Simulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "PushDaemon",
             dependencies: ["Shared"],
@@ -69,6 +92,7 @@ let package = Package(
             dependencies: [
                 "Shared",
                 "APIServer",
+                "Simulator",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

@@ -9,7 +9,14 @@ import Testing
 
     func frame(token: [UInt8] = token, payload: [UInt8] = payload, identifier: UInt32 = 42, priority: UInt8 = 10) -> ByteBuffer {
         var buffer = ByteBuffer()
-        BinaryFrame.writeFrame(into: &buffer, token: token, payload: payload, identifier: identifier, expiry: 1_900_000_000, priority: priority)
+        BinaryFrame.writeFrame(
+            into: &buffer,
+            token: token,
+            payload: payload,
+            identifier: identifier,
+            expiry: 1_900_000_000,
+            priority: priority
+        )
         return buffer
     }
 
@@ -70,7 +77,10 @@ import Testing
     }
 
     @Test func tokenSizeIsChecked() {
-        #expect(refusal(frame(token: Array(Self.token.prefix(31)), identifier: 5)) == .init(status: .invalidTokenSize, identifier: 5, reason: "device token of 31 bytes"))
+        #expect(
+            refusal(frame(token: Array(Self.token.prefix(31)), identifier: 5))
+                == .init(status: .invalidTokenSize, identifier: 5, reason: "device token of 31 bytes")
+        )
         #expect(refusal(frame(token: [], identifier: 6))?.status == .missingDeviceToken)
         var simple = ByteBuffer()
         BinaryFrame.writeSimple(into: &simple, token: Array(repeating: 1, count: 64), payload: Self.payload)

@@ -25,7 +25,7 @@ public enum PushPayload {
         for character in text {
             var piece = ""
             for scalar in character.unicodeScalars {
-                piece += escape(scalar)
+                piece += JSONText.escape(scalar)
             }
             let size = piece.utf8.count
             guard used + size <= limit else { break }
@@ -33,22 +33,5 @@ public enum PushPayload {
             used += size
         }
         return result
-    }
-
-    private static func escape(_ scalar: Unicode.Scalar) -> String {
-        switch scalar {
-        case "\"": return "\\\""
-        case "\\": return "\\\\"
-        case "\n": return "\\n"
-        case "\r": return "\\r"
-        case "\t": return "\\t"
-        case "\u{08}": return "\\b"
-        case "\u{0C}": return "\\f"
-        case let control where control.value < 0x20:
-            let hex = String(control.value, radix: 16)
-            return "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default:
-            return String(scalar)
-        }
     }
 }

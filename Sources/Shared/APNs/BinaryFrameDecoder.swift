@@ -119,7 +119,11 @@ public enum BinaryFrameDecoder {
         }
         try checkPayload(length: payload.readableBytes, format: .frame, identifier: items.identifier)
         guard items.priority == 10 || items.priority == 5 else {
-            throw BinaryDecodingError(status: .processingError, identifier: items.identifier, reason: "priority \(items.priority) is not 5 or 10")
+            throw BinaryDecodingError(
+                status: .processingError,
+                identifier: items.identifier,
+                reason: "priority \(items.priority) is not 5 or 10"
+            )
         }
         buffer.moveReaderIndex(forwardBy: 5 + Int(frameLength))
         return BinaryNotification(

@@ -21,6 +21,8 @@ public struct Configuration: Sendable {
     public var pollInterval: Duration
     /// The folder holding the numbered `*.sql` migrations. Default `migrations` (relative to the working directory).
     public var migrationsDirectory: String
+    /// How to reach APNs (or the simulator).
+    public var apns: APNsSettings
 
     public init(
         mode: Mode,
@@ -40,6 +42,7 @@ public struct Configuration: Sendable {
         self.logLevel = logLevel
         self.pollInterval = pollInterval
         self.migrationsDirectory = migrationsDirectory
+        self.apns = APNsSettings(mode: mode)
     }
 
     /// Reads and validates every setting; the first bad one throws an error naming its key.
@@ -86,6 +89,7 @@ public struct Configuration: Sendable {
             guard !directory.isEmpty else { throw Self.invalid(.migrationsDirectory, source, "must not be empty") }
             migrationsDirectory = directory
         }
+        apns = try APNsSettings(source: source)
     }
 
     /// Loads the configuration for `mode` from `path` (or the default file) and `environment`.

@@ -9,6 +9,11 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case logLevel = "log_level"
     case pollInterval = "poll_interval"
     case migrationsDirectory = "migrations_dir"
+    case apnsGateway = "apns_gateway"
+    case apnsFeedback = "apns_feedback"
+    case apnsCertificate = "apns_certificate"
+    case apnsPassphrase = "apns_passphrase"
+    case apnsCAFile = "apns_ca_file"
 
     /// The key as written in the configuration file.
     public var fileKey: String { rawValue }

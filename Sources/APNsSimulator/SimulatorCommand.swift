@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+import Shared
+import Simulator
+
+/// `pushchat-apns-sim`: a local stand-in for Apple's binary gateway and feedback service.
+@main
+struct SimulatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pushchat-apns-sim",
+        abstract: "A local APNs simulator: binary gateway, feedback service and a status page, on loopback.",
+        discussion: "Create its certificates first with deploy/dev-certs.sh DIR."
+    )
+
+    @Option(help: "Folder with ca.pem, server.pem and server-key.pem (made by deploy/dev-certs.sh).")
+    var certs = ".local/certs"
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+    @Option(help: "Binary gateway port (0: any free port).")
+    var gatewayPort = 2195
+    @Option(help: "Feedback service port (0: any free port).")
+    var feedbackPort = 2196
+    @Option(help: "Status page port (0: any free port, -1: none).")
+    var statusPort = 8095
+    @Option(help: "File of hex device tokens (one per line) answered with status 8, invalid token.")
+    var unregistered: String?
+    @Option(help: "File of feedback tuples, one per line: HEX-TOKEN EPOCH-SECONDS.")
+    var feedback: String?
+    @Option(help: "Feedback service fault: none, truncated, garbage or hang.")
+    var feedbackFault = "none"
+    @Option(help: "Append every accepted notification to this JSON-lines file.")
+    var record: String?
+    @Option(help: "Close each gateway connection abruptly after N notifications.")
+    var closeAfter: Int?
+    @Option(help: "Answer status 10 (shutdown) after N notifications on each connection.")
+    var shutdownAfter: Int?
+    @Option(help: "Wait this many milliseconds before each read (backpressure).")
+    var readDelayMs: Int?
+    @Option(help: "Refuse every connection for this many seconds after start.")
+    var refuseFor: Double?
+    @Option(help: "Log level.")
+    var logLevel = "info"
+
+    func run() async throws {
+        let logger: Logger
+        let simulator: APNsSimulator
+        do {
+            logger = try LogSetup.bootstrap(label: "pushchat-apns-sim", level: Logger.Level(rawValue: logLevel) ?? .info, file: nil)
+            simulator = try APNsSimulator(configuration: try makeConfiguration(), logger: logger)
+        } catch {
+            ProcessFailure.printError("pushchat-apns-sim", "\(error)")
+            throw ExitCode(1)
+        }
+        let group = ServiceGroup(configuration: .init(services: [simulator], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            ProcessFailure.printError("pushchat-apns-sim", "\(error)")
+            throw ExitCode(1)
+        }
+    }
+
+    func makeConfiguration() throws -> SimulatorConfiguration {
+        var configuration = SimulatorConfiguration(certificateDirectory: certs)
+        configuration.host = host
+        configuration.gatewayPort = gatewayPort
+        configuration.feedbackPort = feedbackPort
+        configuration.statusPort = statusPort < 0 ? nil : statusPort
+        configuration.recordFile = record
+        if let unregistered {
+            configuration.unregisteredTokens = Set(try Self.lines(of: unregistered).map { $0.lowercased() })
+        }
+        if let feedback {
+            configuration.feedbackTuples = try Self.lines(of: feedback).map { line in
+                let parts = line.split(whereSeparator: \.isWhitespace)
+                guard parts.count == 2, let token = DeviceToken.bytes(hex: String(parts[0])), let time = UInt32(parts[1]) else {
+                    throw SimulatorError(reason: "\(feedback): expected 'HEX-TOKEN EPOCH-SECONDS', got '\(line)'")
+                }
+                return FeedbackTuple(timestamp: time, token: token)
+            }
+        }
+        guard let fault = SimulatorConfiguration.FeedbackFault(rawValue: feedbackFault) else {
+            throw SimulatorError(reason: "--feedback-fault must be none, truncated, garbage or hang")
+        }
+        configuration.feedbackFault = fault
+        configuration.faults.closeAfterFrames = closeAfter
+        configuration.faults.shutdownAfterFrames = shutdownAfter
+        configuration.faults.readDelay = readDelayMs.map { .milliseconds($0) }
+        configuration.faults.refuseConnectionsFor = refuseFor.map { .milliseconds(Int64($0 * 1000)) }
+        return configuration
+    }
+
+    /// Non-empty lines of a file, without `#` comments.
+    static func lines(of path: String) throws -> [String] {
+        guard let data = FileManager.default.contents(atPath: path) else { throw SimulatorError(reason: "cannot read \(path)") }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
+            let text = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces)
+            return text.isEmpty ? nil : text
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import ServiceLifecycle
+import Shared
+
+/// A stand-in for Apple's side on loopback: the binary gateway, the feedback service and a read-only status page.
+///
+/// Use ``withRunning(_:)`` in tests (ports are known inside the closure), or run it as a `Service`.
+public final class APNsSimulator: Service, Sendable {
+    /// The listeners' actual ports (useful when configured as 0).
+    public struct Ports: Sendable {
+        public let gateway: Int
+        public let feedback: Int
+        public let status: Int?
+    }
+
+    public let state: SimulatorState
+    let configuration: SimulatorConfiguration
+    let logger: Logger
+    let tlsContext: NIOSSLContext
+    let group: any EventLoopGroup
+
+    public init(
+        configuration: SimulatorConfiguration,
+        logger: Logger,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.group = group
+        self.state = try SimulatorState(configuration: configuration)
+        self.tlsContext = try Self.serverContext(configuration)
+    }
+
+    /// TLS that requires a client certificate signed by the configured CA, as Apple's gateway does.
+    static func serverContext(_ configuration: SimulatorConfiguration) throws -> NIOSSLContext {
+        do {
+            let chain = try NIOSSLCertificate.fromPEMFile(configuration.serverCertificate).map { NIOSSLCertificateSource.certificate($0) }
+            var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .file(configuration.serverKey))
+            tls.minimumTLSVersion = .tlsv12
+            tls.certificateVerification = .noHostnameVerification
+            tls.trustRoots = .file(configuration.clientCA)
+            return try NIOSSLContext(configuration: tls)
+        } catch {
+            throw SimulatorError(
+                reason: "cannot load the TLS files (\(configuration.serverCertificate), \(configuration.serverKey), "
+                    + "\(configuration.clientCA)); create them with deploy/dev-certs.sh DIR: \(error)"
+            )
+        }
+    }
+
+    /// Starts every listener, runs `body`, then closes them.
+    public func withRunning<T: Sendable>(_ body: (Ports) async throws -> T) async throws -> T {
+        let gateway = try await bind(port: configuration.gatewayPort) { [state, logger, tlsContext] channel in
+            guard let connection = state.connectionOpened() else {
+                logger.debug("Refusing a gateway connection (fault injection)")
+                return channel.close()
+            }
+            return channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tlsContext))
+                try channel.pipeline.syncOperations.addHandler(GatewayHandler(state: state, connection: connection, logger: logger))
+            }
+        }
+        let feedback: any Channel
+        do {
+            feedback = try await bind(port: configuration.feedbackPort) { [state, logger, tlsContext] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tlsContext))
+                    try channel.pipeline.syncOperations.addHandler(FeedbackHandler(state: state, logger: logger))
+                }
+            }
+        } catch {
+            try? await gateway.close()
+            throw error
+        }
+        defer {
+            gateway.close(promise: nil)
+            feedback.close(promise: nil)
+        }
+        let gatewayPort = gateway.localAddress?.port ?? 0
+        let feedbackPort = feedback.localAddress?.port ?? 0
+        guard let statusPort = configuration.statusPort else {
+            return try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, status: nil))
+        }
+        return try await StatusPage.withRunning(host: configuration.host, port: statusPort, state: state, logger: logger) { port in
+            try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, status: port))
+        }
+    }
+
+    /// Runs until graceful shutdown.
+    public func run() async throws {
+        try await withRunning { ports in
+            let status = ports.status.map { ", status page http://\(configuration.host):\($0)/" } ?? ""
+            logger.info("APNs simulator listening on \(configuration.host): gateway \(ports.gateway), feedback \(ports.feedback)\(status)")
+            try? await gracefulShutdown()
+            logger.info("APNs simulator stopping")
+        }
+    }
+
+    private func bind(
+        port: Int,
+        initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
+    ) async throws -> any Channel {
+        do {
+            return try await ServerBootstrap(group: group)
+                .serverChannelOption(ChannelOptions.backlog, value: 256)
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer(initializer)
+                .bind(host: configuration.host, port: port)
+                .get()
+        } catch {
+            throw SimulatorError(reason: "cannot listen on \(configuration.host):\(port): \(error)")
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Shared
+
+/// A notification the simulator accepted: what "arrived on the phone".
+public struct AcceptedNotification: Sendable, Equatable {
+    public let arrival: Date
+    /// `simple`, `enhanced` or `frame` (binary), later `http2`.
+    public let format: String
+    public let identifier: UInt32
+    public let token: String
+    public let payload: String
+    public let priority: UInt8
+    public let expiry: UInt32
+    /// Which connection of the simulator it came in on (1, 2, …).
+    public let connection: Int
+
+    public init(
+        arrival: Date,
+        format: String,
+        identifier: UInt32,
+        token: String,
+        payload: String,
+        priority: UInt8,
+        expiry: UInt32,
+        connection: Int
+    ) {
+        self.arrival = arrival
+        self.format = format
+        self.identifier = identifier
+        self.token = token
+        self.payload = payload
+        self.priority = priority
+        self.expiry = expiry
+        self.connection = connection
+    }
+
+    init(_ notification: BinaryNotification, arrival: Date, connection: Int) {
+        self.init(
+            arrival: arrival,
+            format: notification.format.name,
+            identifier: notification.identifier,
+            token: DeviceToken.hex(notification.token.readableBytesView),
+            payload: String(decoding: notification.payload.readableBytesView, as: UTF8.self),
+            priority: notification.priority,
+            expiry: notification.expiry,
+            connection: connection
+        )
+    }
+
+    /// One line of the record file (and an element of the status page).
+    public var json: String {
+        let time = arrival.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+        return #"{"time":"\#(time)","format":"\#(format)","id":\#(identifier),"token":"\#(token)","payload":\#(JSONText.quoted(payload)),"#
+            + #""priority":\#(priority),"expiry":\#(expiry),"connection":\#(connection)}"#
+    }
+}

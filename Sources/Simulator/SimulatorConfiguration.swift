@@ -1,0 +1,76 @@
+import Foundation
+import Shared
+
+/// Everything the APNs simulator needs to start: where to listen, its TLS identity and trusted client CA, which
+/// tokens Apple would call unregistered, what the feedback service reports, and the faults to inject.
+public struct SimulatorConfiguration: Sendable {
+    /// The address every listener binds. Loopback only by default.
+    public var host = "127.0.0.1"
+    /// The binary gateway's port (Apple: 2195); 0 picks a free port.
+    public var gatewayPort = 2195
+    /// The feedback service's port (Apple: 2196); 0 picks a free port.
+    public var feedbackPort = 2196
+    /// The read-only HTTP status page's port; 0 picks a free port, `nil` disables it.
+    public var statusPort: Int? = 8095
+
+    /// The simulator's certificate (PEM) and key.
+    public var serverCertificate: String
+    public var serverKey: String
+    /// The CA that must have signed every client certificate (a missing or foreign certificate fails the handshake).
+    public var clientCA: String
+
+    /// Hex tokens answered with status 8 (invalid token), lower case.
+    public var unregisteredTokens: Set<String> = []
+    /// What the feedback service reports on the next connection (served once, as Apple clears its list).
+    public var feedbackTuples: [FeedbackTuple] = []
+    /// How the feedback service misbehaves, for tests of the feedback job.
+    public var feedbackFault: FeedbackFault = .none
+
+    /// The JSON-lines file every accepted notification is appended to; `nil` for none.
+    public var recordFile: String?
+    /// Keep every accepted notification in memory (tests read them back); otherwise only the last ``recentLimit``.
+    public var keepAll = false
+    public var recentLimit = 1000
+
+    public var faults = Faults()
+
+    public init(serverCertificate: String, serverKey: String, clientCA: String) {
+        self.serverCertificate = serverCertificate
+        self.serverKey = serverKey
+        self.clientCA = clientCA
+    }
+
+    /// The development certificates made by `deploy/dev-certs.sh DIR`.
+    public init(certificateDirectory directory: String) {
+        self.init(
+            serverCertificate: directory + "/server.pem",
+            serverKey: directory + "/server-key.pem",
+            clientCA: directory + "/ca.pem"
+        )
+    }
+
+    /// Gateway misbehaviour for tests and demos. Counts are per connection.
+    public struct Faults: Sendable, Equatable {
+        /// Close the connection without an error response after this many accepted notifications.
+        public var closeAfterFrames: Int?
+        /// Answer status 10 (shutdown, identifier = the last accepted) and close after this many notifications.
+        public var shutdownAfterFrames: Int?
+        /// Wait this long before each read from a connection (backpressure on the sender).
+        public var readDelay: Duration?
+        /// Refuse (close at once) every connection for this long after start.
+        public var refuseConnectionsFor: Duration?
+
+        public init() {}
+    }
+
+    /// Feedback service misbehaviour.
+    public enum FeedbackFault: String, Sendable, CaseIterable {
+        case none
+        /// Send the tuples, then half a tuple, then close.
+        case truncated
+        /// Send bytes that are no tuples.
+        case garbage
+        /// Send the tuples and never close.
+        case hang
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Shared
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Counters, the recent notifications, the record file and the runtime-adjustable faults, shared by every
+/// connection. Handlers report in batches (one lock per read, not per frame).
+public final class SimulatorState: Sendable {
+    /// What the status page shows.
+    public struct Counters: Sendable, Equatable, Codable {
+        public var connections = 0
+        public var refusedConnections = 0
+        public var accepted = 0
+        public var acceptedByFormat: [String: Int] = [:]
+        /// Error responses sent, by status byte.
+        public var rejectedByStatus: [String: Int] = [:]
+        /// Connections closed on purpose without an error response (fault injection).
+        public var abruptCloses = 0
+        public var feedbackConnections = 0
+        public var feedbackTuplesSent = 0
+    }
+
+    private struct Storage {
+        var counters = Counters()
+        var recent: [AcceptedNotification] = []
+        var all: [AcceptedNotification] = []
+        var faults: SimulatorConfiguration.Faults
+        var refuseUntil: ContinuousClock.Instant?
+        var unregistered: Set<String>
+        var feedbackTuples: [FeedbackTuple]
+        var feedbackFault: SimulatorConfiguration.FeedbackFault
+        var nextConnection = 0
+    }
+
+    private let storage: NIOLockedValueBox<Storage>
+    private let keepAll: Bool
+    private let recentLimit: Int
+    private let recordDescriptor: Int32?
+
+    public init(configuration: SimulatorConfiguration) throws {
+        var storage = Storage(
+            faults: configuration.faults,
+            unregistered: Set(configuration.unregisteredTokens.map { $0.lowercased() }),
+            feedbackTuples: configuration.feedbackTuples,
+            feedbackFault: configuration.feedbackFault
+        )
+        if let refuse = configuration.faults.refuseConnectionsFor {
+            storage.refuseUntil = .now + refuse
+        }
+        self.storage = NIOLockedValueBox(storage)
+        self.keepAll = configuration.keepAll
+        self.recentLimit = configuration.recentLimit
+        if let file = configuration.recordFile {
+            let directory = (file as NSString).deletingLastPathComponent
+            if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+            let descriptor = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else { throw SimulatorError(reason: "cannot open the record file \(file)") }
+            recordDescriptor = descriptor
+        } else {
+            recordDescriptor = nil
+        }
+    }
+
+    deinit {
+        if let recordDescriptor { close(recordDescriptor) }
+    }
+
+    // MARK: Connections
+
+    /// A new gateway connection: its number, or `nil` when connections are being refused.
+    func connectionOpened() -> Int? {
+        storage.withLockedValue { storage in
+            if let until = storage.refuseUntil, ContinuousClock.now < until {
+                storage.counters.refusedConnections += 1
+                return nil
+            }
+            storage.nextConnection += 1
+            storage.counters.connections += 1
+            return storage.nextConnection
+        }
+    }
+
+    var faults: SimulatorConfiguration.Faults { storage.withLockedValue { $0.faults } }
+
+    func isUnregistered(_ token: String) -> Bool { storage.withLockedValue { $0.unregistered.contains(token) } }
+
+    var unregisteredSnapshot: Set<String> { storage.withLockedValue { $0.unregistered } }
+
+    // MARK: Recording
+
+    /// Records a batch of accepted notifications, and an error response if the batch ended with one.
+    func record(_ batch: [AcceptedNotification], rejected: BinaryErrorResponse.Status? = nil, abruptClose: Bool = false) {
+        if let recordDescriptor, !batch.isEmpty {
+            var text = ""
+            for notification in batch { text += notification.json + "\n" }
+            text.withUTF8 { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = write(recordDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written <= 0 { break }
+                    offset += written
+                }
+            }
+        }
+        storage.withLockedValue { storage in
+            storage.counters.accepted += batch.count
+            for notification in batch {
+                storage.counters.acceptedByFormat[notification.format, default: 0] += 1
+            }
+            if let rejected { storage.counters.rejectedByStatus[String(rejected.rawValue), default: 0] += 1 }
+            if abruptClose { storage.counters.abruptCloses += 1 }
+            if keepAll { storage.all.append(contentsOf: batch) }
+            storage.recent.append(contentsOf: batch.suffix(recentLimit))
+            if storage.recent.count > recentLimit { storage.recent.removeFirst(storage.recent.count - recentLimit) }
+        }
+    }
+
+    // MARK: Feedback
+
+    /// The tuples to serve now; Apple clears its list once it has been read.
+    func takeFeedback() -> (tuples: [FeedbackTuple], fault: SimulatorConfiguration.FeedbackFault) {
+        storage.withLockedValue { storage in
+            storage.counters.feedbackConnections += 1
+            let tuples = storage.feedbackTuples
+            storage.feedbackTuples = []
+            storage.counters.feedbackTuplesSent += tuples.count
+            return (tuples, storage.feedbackFault)
+        }
+    }
+
+    // MARK: Reading and adjusting (status page, tests)
+
+    public var counters: Counters { storage.withLockedValue { $0.counters } }
+
+    /// The last `limit` accepted notifications, oldest first.
+    public func recent(limit: Int) -> [AcceptedNotification] {
+        storage.withLockedValue { Array($0.recent.suffix(limit)) }
+    }
+
+    /// Every accepted notification (with `keepAll`).
+    public var accepted: [AcceptedNotification] { storage.withLockedValue { $0.all } }
+
+    public func setFaults(_ faults: SimulatorConfiguration.Faults) {
+        storage.withLockedValue { storage in
+            storage.faults = faults
+            storage.refuseUntil = faults.refuseConnectionsFor.map { .now + $0 }
+        }
+    }
+
+    public func setUnregistered(_ tokens: Set<String>) {
+        storage.withLockedValue { $0.unregistered = Set(tokens.map { $0.lowercased() }) }
+    }
+
+    public func setFeedback(_ tuples: [FeedbackTuple], fault: SimulatorConfiguration.FeedbackFault = .none) {
+        storage.withLockedValue { storage in
+            storage.feedbackTuples = tuples
+            storage.feedbackFault = fault
+        }
+    }
+}
+
+/// The simulator cannot start.
+public struct SimulatorError: Error, CustomStringConvertible {
+    public let reason: String
+    public init(reason: String) { self.reason = reason }
+    public var description: String { "simulator: \(reason)" }
+}

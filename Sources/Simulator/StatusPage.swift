@@ -1,0 +1,69 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Shared
+
+/// The simulator's read-only HTTP status page on loopback: counters and the last notifications, so a person can
+/// see what "arrived on the phone".
+///
+/// `GET /` (counters and the last 20), `GET /notifications?limit=N` (the last N, at most the kept number).
+enum StatusPage {
+    static func withRunning<T: Sendable>(
+        host: String,
+        port: Int,
+        state: SimulatorState,
+        logger: Logger,
+        _ body: (Int) async throws -> T
+    ) async throws -> T {
+        let router = Router()
+        router.get("/") { _, _ in json(summary(state)) }
+        router.get("/notifications") { request, _ in
+            let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 100
+            return json("[" + state.recent(limit: max(0, limit)).map(\.json).joined(separator: ",\n") + "]\n")
+        }
+        let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        var quiet = logger
+        quiet.logLevel = .warning
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port), serverName: "pushchat-apns-sim"),
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? 0)
+                portContinuation.finish()
+            },
+            logger: quiet
+        )
+        let serviceGroup = ServiceGroup(configuration: .init(services: [app], logger: quiet))
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await serviceGroup.run() }
+            var ports = portStream.makeAsyncIterator()
+            guard let boundPort = await ports.next() else {
+                throw SimulatorError(reason: "the status page could not listen on \(host):\(port)")
+            }
+            do {
+                let result = try await body(boundPort)
+                await serviceGroup.triggerGracefulShutdown()
+                try await group.waitForAll()
+                return result
+            } catch {
+                await serviceGroup.triggerGracefulShutdown()
+                try? await group.waitForAll()
+                throw error
+            }
+        }
+    }
+
+    static func summary(_ state: SimulatorState) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        let counters = (try? encoder.encode(state.counters)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let recent = state.recent(limit: 20).map(\.json).joined(separator: ",\n    ")
+        return "{\n  \"counters\": \(counters),\n  \"last\": [\n    \(recent)\n  ]\n}\n"
+    }
+
+    static func json(_ text: String) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+@testable import Shared
+
+/// A bare TLS (or plain TCP) client for poking at the simulator: writes bytes, then returns everything the peer
+/// sends until it closes the connection.
+enum TLSTestClient {
+    static func exchange(
+        port: Int,
+        tls: NIOSSLContext?,
+        send: ByteBuffer = ByteBuffer(),
+        timeout: Duration = .seconds(10),
+        keepOpenUntil condition: (@Sendable () -> Bool)? = nil
+    ) async throws -> ByteBuffer {
+        try await withDeadline(timeout) {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: "127.0.0.1", port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        if let tls {
+                            try channel.pipeline.syncOperations.addHandler(
+                                try NIOSSLClientHandler(context: tls, serverHostname: "localhost")
+                            )
+                        }
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            return try await channel.executeThenClose { inbound, outbound in
+                if send.readableBytes > 0 { try await outbound.write(send) }
+                if let condition {
+                    // The peer keeps a good connection open: wait for what the test expects, then hang up.
+                    while !condition() { try await Task.sleep(for: .milliseconds(5)) }
+                    return ByteBuffer()
+                }
+                var received = ByteBuffer()
+                for try await chunk in inbound { received.writeImmutableBuffer(chunk) }
+                return received
+            }
+        }
+    }
+
+    /// A TLS context presenting the identity in `certificateFile` and trusting the test CA.
+    static func context(identity certificateFile: String?, passphrase: String? = TestCertificates.passphrase) throws -> NIOSSLContext {
+        guard let certificateFile else {
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.additionalTrustRoots = [.file(TestCertificates.path("ca.pem"))]
+            return try NIOSSLContext(configuration: configuration)
+        }
+        let identity = try ClientIdentity.load(path: certificateFile, passphrase: passphrase)
+        return try GatewayTLS.clientContext(identity: identity, caFile: TestCertificates.path("ca.pem"))
+    }
+
+    /// Plain HTTP/1.0 GET, for the status page.
+    static func get(port: Int, path: String) async throws -> String {
+        let response = try await exchange(
+            port: port,
+            tls: nil,
+            send: ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        )
+        let text = String(buffer: response)
+        return text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+    }
+}

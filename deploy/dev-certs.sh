@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Creates development certificates for the local APNs simulator (pushchat-apns-sim) in DIR:
+#
+#   ca.pem, ca-key.pem            a development CA (the simulator trusts client certificates it signed;
+#                                 the daemons trust the simulator through PUSHCHAT_APNS_CA_FILE=ca.pem)
+#   server.pem, server-key.pem    the simulator's certificate for localhost, 127.0.0.1 and ::1
+#   ck.pem                        the provider identity in the tutorial's shape: certificate + private key
+#                                 encrypted (PKCS#8, AES-256) with the passphrase
+#   ck.p12                        the same identity as PKCS#12
+#   ck-legacy.pem                 the same with the older "Proc-Type: 4,ENCRYPTED" key encryption
+#   ck-unencrypted.pem            the same with an unencrypted key
+#   other-ck.pem                  an identity signed by another CA (the simulator refuses it), unencrypted
+#
+# The passphrase is $PUSHCHAT_DEV_PASSPHRASE, default "pushchat". Idempotent: a complete, valid set is kept.
+# Needs the openssl command (Debian package openssl).
+set -euo pipefail
+dir=${1:?usage: deploy/dev-certs.sh DIR}
+passphrase=${PUSHCHAT_DEV_PASSPHRASE:-pushchat}
+command -v openssl >/dev/null || { echo "dev-certs: the openssl command is missing (apt-get install openssl)" >&2; exit 1; }
+
+mkdir -p "$dir"
+cd "$dir"
+files=(ca.pem server.pem server-key.pem ck.pem ck.p12 ck-legacy.pem ck-unencrypted.pem other-ck.pem)
+complete=true
+for file in "${files[@]}"; do [ -s "$file" ] || complete=false; done
+if $complete && openssl verify -CAfile ca.pem server.pem >/dev/null 2>&1 && openssl verify -CAfile ca.pem ck.pem >/dev/null 2>&1 \
+    && openssl x509 -in ck.pem -noout -checkend 86400 >/dev/null; then
+    echo "dev-certs: $dir is up to date"
+    exit 0
+fi
+
+umask 077
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+days=825
+
+# CA
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca-key.pem -out ca.pem -days 3650 \
+    -subj "/O=PushChat Server/CN=PushChat Development CA" 2>/dev/null
+
+# Server (the simulator)
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server-key.pem -out "$work/server.csr" \
+    -subj "/O=PushChat Server/CN=localhost" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\n' > "$work/server.ext"
+openssl x509 -req -in "$work/server.csr" -CA ca.pem -CAkey ca-key.pem -CAcreateserial -CAserial "$work/ca.srl" \
+    -out server.pem -days "$days" -extfile "$work/server.ext" 2>/dev/null
+
+# Provider (client) identity, RSA like Apple's push certificates
+client_subject="/UID=com.example.PushChat/CN=Apple Development IOS Push Services: com.example.PushChat/O=PushChat Server"
+printf 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n' > "$work/client.ext"
+openssl req -newkey rsa:2048 -nodes -keyout "$work/client-key.pem" -out "$work/client.csr" -subj "$client_subject" 2>/dev/null
+openssl x509 -req -in "$work/client.csr" -CA ca.pem -CAkey ca-key.pem -CAserial "$work/ca.srl" \
+    -out "$work/client.crt" -days "$days" -extfile "$work/client.ext" 2>/dev/null
+openssl pkcs8 -topk8 -v2 aes-256-cbc -in "$work/client-key.pem" -passout "pass:$passphrase" -out "$work/client-key.p8.pem"
+openssl rsa -in "$work/client-key.pem" -aes256 -traditional -passout "pass:$passphrase" -out "$work/client-key.legacy.pem" 2>/dev/null
+cat "$work/client.crt" "$work/client-key.p8.pem" > ck.pem
+cat "$work/client.crt" "$work/client-key.legacy.pem" > ck-legacy.pem
+cat "$work/client.crt" "$work/client-key.pem" > ck-unencrypted.pem
+openssl pkcs12 -export -in "$work/client.crt" -inkey "$work/client-key.pem" -name "PushChat development push" \
+    -passout "pass:$passphrase" -out ck.p12
+
+# An identity from a CA the simulator does not trust
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/other-ca-key.pem" -out "$work/other-ca.pem" \
+    -days 3650 -subj "/CN=Some Other CA" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/other-key.pem" -out "$work/other.csr" \
+    -subj "/CN=Not PushChat" 2>/dev/null
+openssl x509 -req -in "$work/other.csr" -CA "$work/other-ca.pem" -CAkey "$work/other-ca-key.pem" -CAcreateserial \
+    -CAserial "$work/other.srl" -out "$work/other.crt" -days "$days" -extfile "$work/client.ext" 2>/dev/null
+cat "$work/other.crt" "$work/other-key.pem" > other-ck.pem
+
+chmod 644 ca.pem server.pem
+echo "dev-certs: created development certificates in $dir (passphrase: \$PUSHCHAT_DEV_PASSPHRASE or the default)"
