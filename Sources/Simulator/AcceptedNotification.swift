@@ -49,7 +49,7 @@ public struct AcceptedNotification: Sendable, Equatable {
 
     /// One line of the record file (and an element of the status page).
     public var json: String {
-        let time = arrival.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+        let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(arrival)
         return #"{"time":"\#(time)","format":"\#(format)","id":\#(identifier),"token":"\#(token)","payload":\#(JSONText.quoted(payload)),"#
             + #""priority":\#(priority),"expiry":\#(expiry),"connection":\#(connection)}"#
     }

@@ -23,8 +23,9 @@ final class GatewayHandler: ChannelInboundHandler {
     init(state: SimulatorState, connection: Int, logger: Logger) {
         self.state = state
         self.connection = connection
-        self.faults = state.faults
-        self.checkUnregistered = !state.unregisteredSnapshot.isEmpty
+        let faults = state.faults
+        self.faults = faults
+        self.checkUnregistered = !state.unregisteredSnapshot.isEmpty || !faults.processingErrorTokens.isEmpty
         self.logger = logger
     }
 
@@ -44,6 +45,10 @@ final class GatewayHandler: ChannelInboundHandler {
             }
             guard let notification = decoded else { break }
             let accepted = AcceptedNotification(notification, arrival: arrival, connection: connection)
+            if checkUnregistered && faults.processingErrorTokens.contains(accepted.token) {
+                reject(context: context, status: .processingError, identifier: notification.identifier)
+                return
+            }
             if checkUnregistered && state.isUnregistered(accepted.token) {
                 reject(context: context, status: .invalidToken, identifier: notification.identifier)
                 return

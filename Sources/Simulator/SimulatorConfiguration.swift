@@ -59,6 +59,8 @@ public struct SimulatorConfiguration: Sendable {
         public var readDelay: Duration?
         /// Refuse (close at once) every connection for this long after start.
         public var refuseConnectionsFor: Duration?
+        /// Hex tokens answered with status 1 (processing error), to exercise the sender's bounded retries.
+        public var processingErrorTokens: Set<String> = []
 
         public init() {}
     }

@@ -23,6 +23,8 @@ public struct Configuration: Sendable {
     public var migrationsDirectory: String
     /// How to reach APNs (or the simulator).
     public var apns: APNsSettings
+    /// How the push daemon drains the queue.
+    public var push = PushSettings()
 
     public init(
         mode: Mode,
@@ -90,6 +92,7 @@ public struct Configuration: Sendable {
             migrationsDirectory = directory
         }
         apns = try APNsSettings(source: source)
+        push = try PushSettings(source: source)
     }
 
     /// Loads the configuration for `mode` from `path` (or the default file) and `environment`.
@@ -108,7 +111,7 @@ public struct Configuration: Sendable {
     }
 
     /// Parses `5`, `0.5`, `5s`, `500ms` or `2m`.
-    static func parseDuration(_ text: String) -> Duration? {
+    public static func parseDuration(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let units: [(suffix: String, scale: Double)] = [("ms", 0.001), ("s", 1), ("m", 60)]
         for unit in units where trimmed.hasSuffix(unit.suffix) {
@@ -119,7 +122,7 @@ public struct Configuration: Sendable {
         return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
-    private static func invalid(_ key: ConfigurationKey, _ source: ConfigurationSource, _ reason: String) -> ConfigurationError {
+    static func invalid(_ key: ConfigurationKey, _ source: ConfigurationSource, _ reason: String) -> ConfigurationError {
         ConfigurationError(code: .invalidValue, key: source.origin(of: key), reason: reason)
     }
 }

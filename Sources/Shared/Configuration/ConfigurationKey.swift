@@ -14,6 +14,14 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case apnsCertificate = "apns_certificate"
     case apnsPassphrase = "apns_passphrase"
     case apnsCAFile = "apns_ca_file"
+    case apnsConnections = "apns_connections"
+    case apnsExpiry = "apns_expiry"
+    case apnsPriority = "apns_priority"
+    case pushBatchSize = "push_batch_size"
+    case pushWindow = "push_window"
+    case pushLease = "push_lease"
+    case pushSettle = "push_settle"
+    case pushMaxRetries = "push_max_retries"
 
     /// The key as written in the configuration file.
     public var fileKey: String { rawValue }

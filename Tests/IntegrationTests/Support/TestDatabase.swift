@@ -12,7 +12,7 @@ enum TestDatabase {
 
     static var logger: Logger {
         var logger = Logger(label: "test")
-        logger.logLevel = .warning
+        logger.logLevel = ProcessInfo.processInfo.environment["PUSHCHAT_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         return logger
     }
 

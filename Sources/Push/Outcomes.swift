@@ -1,0 +1,124 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import Shared
+
+/// Results waiting to be written to the database: sent, failed, given back, invalid tokens. Workers report here
+/// without waiting for PostgreSQL; ``run()`` writes them in batches (one statement per kind) and keeps them, retrying
+/// with backoff, while the database is unreachable.
+final class Outcomes: Sendable {
+    struct Batch: Sendable {
+        var sent: [Int64] = []
+        var failed: [PushQueue.Failure] = []
+        var released: [Int64] = []
+        var invalidTokens: [PushQueue.InvalidToken] = []
+
+        var isEmpty: Bool { sent.isEmpty && failed.isEmpty && released.isEmpty && invalidTokens.isEmpty }
+        var ids: [Int64] { sent + failed.map(\.messageID) + released }
+
+        mutating func merge(_ other: Batch) {
+            sent += other.sent
+            failed += other.failed
+            released += other.released
+            invalidTokens += other.invalidTokens
+        }
+    }
+
+    private let pending = NIOLockedValueBox(Batch())
+    private let wake = QueueSignal()
+    let queue: PushQueue
+    let held: HeldRows
+    let logger: Logger
+
+    init(queue: PushQueue, held: HeldRows, logger: Logger) {
+        self.queue = queue
+        self.held = held
+        self.logger = logger
+    }
+
+    func sent(_ items: [QueuedNotification]) {
+        guard !items.isEmpty else { return }
+        pending.withLockedValue { $0.sent.append(contentsOf: items.map(\.messageID)) }
+        wake.signal()
+    }
+
+    func failed(_ item: QueuedNotification, status: String, reason: String, invalidTokenAt: Date? = nil) {
+        pending.withLockedValue { batch in
+            batch.failed.append(PushQueue.Failure(messageID: item.messageID, status: status, reason: reason))
+            if let invalidTokenAt {
+                batch.invalidTokens.append(
+                    PushQueue.InvalidToken(token: item.deviceToken, reportedAt: invalidTokenAt, source: "binary status \(status)")
+                )
+            }
+        }
+        wake.signal()
+    }
+
+    func released(_ items: [QueuedNotification]) {
+        guard !items.isEmpty else { return }
+        pending.withLockedValue { $0.released.append(contentsOf: items.map(\.messageID)) }
+        wake.signal()
+    }
+
+    var isEmpty: Bool { pending.withLockedValue { $0.isEmpty } }
+
+    /// Writes results as they come, until cancelled.
+    func run() async {
+        var backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(10))
+        while !Task.isCancelled {
+            let generation = wake.generation
+            if await flush() {
+                backoff.reset()
+                await wake.wait(after: generation, timeout: .seconds(1))
+            } else {
+                try? await Task.sleep(for: backoff.next())
+            }
+        }
+    }
+
+    /// Writes everything pending, retrying until `timeout` (shutdown).
+    func drain(timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        while !isEmpty && ContinuousClock.now < deadline {
+            if await !flush() { try? await Task.sleep(for: .milliseconds(200)) }
+        }
+        if !isEmpty {
+            logger.error(
+                "Could not record every result before stopping: the database is unreachable; leases will return those rows to the queue"
+            )
+        }
+    }
+
+    /// One round of writes; false if the database failed (the batch is kept for the next round).
+    private func flush() async -> Bool {
+        let batch = pending.withLockedValue { pending in
+            let batch = pending
+            pending = Batch()
+            return batch
+        }
+        guard !batch.isEmpty else { return true }
+        var done = Batch()
+        do {
+            try await queue.markSent(batch.sent)
+            done.sent = batch.sent
+            try await queue.markFailed(batch.failed)
+            done.failed = batch.failed
+            try await queue.recordInvalidTokens(batch.invalidTokens)
+            done.invalidTokens = batch.invalidTokens
+            try await queue.release(batch.released)
+            done.released = batch.released
+            held.remove(batch.ids)
+            return true
+        } catch {
+            held.remove(done.ids)
+            var rest = Batch()
+            if done.sent.isEmpty { rest.sent = batch.sent }
+            if done.failed.isEmpty { rest.failed = batch.failed }
+            if done.invalidTokens.isEmpty { rest.invalidTokens = batch.invalidTokens }
+            if done.released.isEmpty { rest.released = batch.released }
+            pending.withLockedValue { $0.merge(rest) }
+            logger.error("Cannot record delivery results (\(DatabaseError.describe(error))); retrying")
+            return false
+        }
+    }
+}

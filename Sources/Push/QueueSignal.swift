@@ -1,0 +1,84 @@
+import NIOConcurrencyHelpers
+
+/// Wakes waiting workers when rows are queued (NOTIFY), when the listener reconnects, or at shutdown.
+///
+/// A waiter passes the generation it saw before looking for work, so a signal between "found nothing" and
+/// "start waiting" is never lost.
+public final class QueueSignal: Sendable {
+    private struct State {
+        var generation = 0
+        var nextWaiter: UInt64 = 0
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    public init() {}
+
+    public var generation: Int { state.withLockedValue { $0.generation } }
+
+    /// Wakes every waiter.
+    public func signal() {
+        let waiters = state.withLockedValue { state in
+            state.generation += 1
+            let waiters = state.waiters
+            state.waiters = [:]
+            return waiters
+        }
+        for waiter in waiters.values { waiter.resume() }
+    }
+
+    /// Returns when the generation moves past `generation`, or after `timeout`.
+    public func wait(after generation: Int, timeout: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.waitForChange(after: generation) }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func waitForChange(after generation: Int) async {
+        let id = state.withLockedValue { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLockedValue { state in
+                    if state.generation != generation || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+}
+
+/// Set once at graceful shutdown; wakes every waiter so loops notice at once.
+public final class ShutdownFlag: Sendable {
+    private let requested = NIOLockedValueBox(false)
+    private let signal: QueueSignal
+
+    public init(signal: QueueSignal) { self.signal = signal }
+
+    public var isRequested: Bool { requested.withLockedValue { $0 } }
+
+    public func request() {
+        requested.withLockedValue { $0 = true }
+        signal.signal()
+    }
+}
+
+/// The message ids this daemon holds (claimed and not yet settled in the database), for lease renewal.
+final class HeldRows: Sendable {
+    private let ids = NIOLockedValueBox(Set<Int64>())
+
+    func add<S: Sequence<Int64>>(_ new: S) { ids.withLockedValue { $0.formUnion(new) } }
+    func remove<S: Sequence<Int64>>(_ done: S) { ids.withLockedValue { $0.subtract(done) } }
+    var snapshot: [Int64] { ids.withLockedValue { Array($0) } }
+    var count: Int { ids.withLockedValue { $0.count } }
+}

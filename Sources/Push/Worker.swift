@@ -1,0 +1,279 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import Shared
+
+/// One kept-open gateway connection and the loop that feeds it: claim a batch, write it as command 2 frames in
+/// one TLS write, settle what stayed unanswered, and on an error response or a drop settle the window and carry the
+/// rest to the next connection. Reconnects forever with backoff; stops cleanly at graceful shutdown.
+struct Worker: Sendable {
+    let index: Int
+    let settings: PushSettings
+    let pollInterval: Duration
+    let encoder: BinaryEncoder
+    let queue: PushQueue
+    let outcomes: Outcomes
+    let held: HeldRows
+    let signal: QueueSignal
+    let shutdown: ShutdownFlag
+    let connector: GatewayConnector
+    let logger: Logger
+
+    /// How a connection's session ended.
+    enum End: Sendable {
+        case errorResponse(BinaryErrorResponse)
+        /// The connection ended without an error response; `refused` when TLS failed (nothing was accepted).
+        case closed(String, refused: Bool)
+        case drained
+        /// The writer stopped because the connection ended: the reader has the verdict.
+        case writerStopped
+    }
+
+    func run() async {
+        var backoff = Backoff()
+        var carry: [QueuedNotification] = []
+        var limit = settings.window
+        while !shutdown.isRequested {
+            logger.info("Connecting to \(connector.endpoint)")
+            var delivered = 0
+            do {
+                let (channel, alarm) = try await connector.connect()
+                logger.info("Connection OK")
+                let session = Session(capacity: settings.window, limit: limit, carry: carry, alarm: alarm)
+                carry = []
+                let end = await run(session, on: channel)
+                delivered = session.delivered
+                limit = session.limit
+                let unsettled: Int
+                (carry, unsettled) = settle(session, end: end)
+                switch end {
+                case .drained:
+                    break
+                case .errorResponse:
+                    delivered += 1  // the gateway answered: the connection itself was fine
+                case .closed(_, let refused) where !refused && unsettled > 0:
+                    // Dropped without a word: we cannot know how much arrived. Start small again so a gateway that
+                    // keeps dropping after a few frames still lets every notification through.
+                    limit = delivered > 0 ? max(1, min(limit, unsettled) / 2) : 1
+                default:
+                    break
+                }
+                if case .drained = end { break }
+            } catch {
+                logger.error("\(error)")
+            }
+            if shutdown.isRequested { break }
+            if delivered > 0 {
+                backoff.reset()
+                continue
+            }
+            let delay = backoff.next()
+            logger.info("Reconnecting in \(delay.formatted) (attempt \(backoff.failures))")
+            // Queue NOTIFYs wake the wait too: sleep out the whole delay (a busy queue must not make us spin),
+            // unless shutting down.
+            let deadline = ContinuousClock.now + delay
+            while !shutdown.isRequested, ContinuousClock.now < deadline {
+                await signal.wait(after: signal.generation, timeout: deadline - .now)
+            }
+        }
+        if !carry.isEmpty {
+            outcomes.released(carry)
+            logger.info("Returned \(carry.count) unsent notifications to the queue")
+        }
+    }
+
+    // MARK: One connection
+
+    private func run(_ session: Session, on channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async -> End {
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: End.self) { group in
+                    group.addTask { await read(inbound, session: session) }
+                    group.addTask { try await write(outbound, session: session) }
+                    var end = try await group.next()!
+                    if case .writerStopped = end { end = try await group.next()! }
+                    if case .drained = end {
+                        // Shutting down: everything is written; give the gateway a moment to object.
+                        group.addTask {
+                            try? await Task.sleep(for: min(settings.settle, .seconds(1)))
+                            return .drained
+                        }
+                        end = try await group.next()!
+                        if case .closed = end { end = .drained }
+                        if case .writerStopped = end { end = .drained }
+                    }
+                    session.stop()
+                    group.cancelAll()
+                    return end
+                }
+            }
+        } catch {
+            session.stop()
+            return .closed("\(error)", refused: error is NIOSSLError)
+        }
+    }
+
+    private func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, session: Session) async -> End {
+        var buffer = ByteBuffer()
+        do {
+            for try await chunk in inbound {
+                buffer.writeImmutableBuffer(chunk)
+                if let response = try BinaryErrorResponse.read(from: &buffer) {
+                    session.stop()
+                    return .errorResponse(response)
+                }
+            }
+            session.stop()
+            return .closed("the gateway closed the connection without an error response", refused: false)
+        } catch {
+            session.stop()
+            return .closed(GatewayConnector.describe(error), refused: error is NIOSSLError)
+        }
+    }
+
+    private func write(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, session: Session) async throws -> End {
+        var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
+        var buffer = ByteBuffer()
+        while !session.isStopped {
+            outcomes.sent(session.settle(writtenBefore: .now - settings.settle))
+            if shutdown.isRequested { return .drained }
+            let free = session.freeSpace
+            var batch = session.takePending(limit: min(free, settings.batchSize))
+            let generation = signal.generation
+            if batch.count < settings.batchSize && free > batch.count {
+                do {
+                    // Not cancellable: once PostgreSQL has leased rows to us we must hold them, or they would sit
+                    // claimed until the lease runs out.
+                    let queue = self.queue
+                    let limit = min(free - batch.count, settings.batchSize - batch.count)
+                    let claimed = try await Task { try await queue.claim(limit: limit) }.value
+                    held.add(claimed.map(\.messageID))
+                    batch += claimed
+                    databaseBackoff.reset()
+                } catch {
+                    if databaseBackoff.failures == 0 {
+                        logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
+                    }
+                    if batch.isEmpty {
+                        await signal.wait(after: generation, timeout: databaseBackoff.next())
+                        continue
+                    }
+                }
+            }
+            if batch.isEmpty {
+                var timeout = pollInterval
+                if let oldest = session.oldestWrite { timeout = min(timeout, max(.milliseconds(1), oldest + settings.settle - .now)) }
+                await signal.wait(after: generation, timeout: timeout)
+                continue
+            }
+            do {
+                try await send(batch, session: session, outbound: outbound, buffer: &buffer)
+            } catch {
+                // The connection is gone; the reader reports how.
+                return .writerStopped
+            }
+        }
+        return .writerStopped
+    }
+
+    private func send(
+        _ batch: [QueuedNotification],
+        session: Session,
+        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        buffer: inout ByteBuffer
+    ) async throws {
+        buffer.clear()
+        let now = Date()
+        var written: [QueuedNotification] = []
+        written.reserveCapacity(batch.count)
+        for notification in batch {
+            if let reason = encoder.write(notification, into: &buffer, now: now) {
+                logger.warning(
+                    "Message \(notification.messageID) can never be sent: \(reason)",
+                    metadata: ["push.message_id": "\(notification.messageID)"]
+                )
+                outcomes.failed(notification, status: "invalid", reason: reason.description)
+                continue
+            }
+            if logger.logLevel <= .debug {
+                logger.debug(
+                    "Sending message \(notification.messageID) to \(notification.deviceToken)",
+                    metadata: ["push.message_id": "\(notification.messageID)"]
+                )
+            }
+            written.append(notification)
+        }
+        guard !written.isEmpty, session.append(written, at: .now) else { return }
+        try await outbound.write(buffer)
+        session.restampLast(written.count, at: .now)
+    }
+
+    // MARK: After a connection
+
+    /// Settles the session's notifications by how it ended; returns what must be written on the next connection,
+    /// and how many of those had been written without an answer.
+    private func settle(_ session: Session, end: End) -> ([QueuedNotification], Int) {
+        switch end {
+        case .errorResponse(let response):
+            let (resolution, pending) = session.resolve(response)
+            outcomes.sent(resolution.accepted)
+            var carry = resolution.resend
+            if let failed = resolution.failed {
+                handleFailure(failed, response: response, carry: &carry)
+            } else if response.status != .shutdown {
+                logger.warning("Gateway answered \(response) for a notification no longer in flight; resending \(carry.count)")
+            }
+            if response.status == .shutdown {
+                logger.info(
+                    "Gateway is shutting down (last accepted: \(response.identifier)); resending \(carry.count) on a new connection"
+                )
+            }
+            return ((carry + pending).sorted { $0.messageID < $1.messageID }, 0)
+        case .writerStopped:
+            return settle(session, end: .closed("the connection ended", refused: false))
+        case .closed(let reason, _):
+            let (window, pending) = session.takeAll()
+            if !window.isEmpty {
+                logger.warning(
+                    "Connection lost (\(reason)); resending \(window.count) notifications that may have arrived (possible duplicates)"
+                )
+            } else {
+                logger.warning("Connection lost (\(reason))")
+            }
+            return ((window + pending).sorted { $0.messageID < $1.messageID }, window.count)
+        case .drained:
+            let (window, pending) = session.takeAll()
+            outcomes.sent(window)
+            return (pending, 0)
+        }
+    }
+
+    private func handleFailure(_ failed: QueuedNotification, response: BinaryErrorResponse, carry: inout [QueuedNotification]) {
+        let metadata: Logger.Metadata = ["push.message_id": "\(failed.messageID)", "apns.status": "\(response.status.rawValue)"]
+        switch response.status {
+        case .invalidToken:
+            logger.warning(
+                "Message \(failed.messageID) refused: invalid token \(DeviceToken.redacted(failed.deviceToken))",
+                metadata: metadata
+            )
+            outcomes.failed(failed, status: "8", reason: "invalid token", invalidTokenAt: Date())
+        case .processingError, .unknown:
+            if failed.retries < settings.maxRetries {
+                var retry = failed
+                retry.retries += 1
+                carry.insert(retry, at: 0)
+                logger.warning("Message \(failed.messageID): gateway status \(response.status); retry \(retry.retries)", metadata: metadata)
+            } else {
+                logger.error(
+                    "Message \(failed.messageID): gateway status \(response.status) after \(failed.retries) retries; giving up",
+                    metadata: metadata
+                )
+                outcomes.failed(failed, status: "\(response.status.rawValue)", reason: "\(response.status) after \(failed.retries) retries")
+            }
+        default:
+            logger.error("Message \(failed.messageID) refused: status \(response.status)", metadata: metadata)
+            outcomes.failed(failed, status: "\(response.status.rawValue)", reason: response.status.description)
+        }
+    }
+}

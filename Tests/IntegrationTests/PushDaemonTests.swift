@@ -1,0 +1,239 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import APIServer
+@testable import Push
+@testable import Shared
+@testable import Simulator
+
+/// The push daemon against a real PostgreSQL and the simulator over real TLS.
+@Suite struct PushDaemonTests {
+    @Test func endToEndThroughTheAPI() async throws {
+        try await PushHarness.run { harness in
+            let api = APIHarness.configuration(url: harness.url)
+            try await harness.withDaemon {
+                try await APIHarness.run(configuration: api) { client in
+                    try await client.post(["cmd": "join", "udid": Device.udid(1), "token": Device.token(1), "name": "Ann", "code": "room"])
+                    try await client.post(["cmd": "join", "udid": Device.udid(2), "token": Device.token(2), "name": "Bob", "code": "room"])
+                    try await client.post(["cmd": "message", "udid": Device.udid(1), "text": "Hello Bob"])
+                }
+                try await harness.waitUntilAllSent(1)
+            }
+            let accepted = harness.simulator.state.accepted
+            #expect(accepted.count == 1)
+            #expect(accepted.first?.token == Device.token(2))
+            #expect(
+                accepted.first?.payload
+                    == #"{"aps":{"alert":"Ann: Hello","sound":"default"}}"#.replacingOccurrences(of: "Hello", with: "Hello Bob")
+            )
+            #expect(accepted.first?.format == "frame")
+            #expect(accepted.first?.priority == 10)
+            let row = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT concat_ws('|', message_id, time_sent IS NOT NULL, attempts, claimed_by) FROM push_queue",
+                as: String.self
+            )
+            #expect(row == "\(accepted.first!.identifier)|t|1|test-daemon-1")
+        }
+    }
+
+    @Test func aRejectedTokenMidBatchFailsAloneAndTheRestIsDelivered() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.unregisteredTokens = [PushHarness.token(37)]
+        try await PushHarness.run(simulator: simulator) { harness in
+            let ids = try await harness.queue(100)
+            try await harness.withDaemon {
+                try await harness.waitUntil("99 sent and 1 failed") {
+                    try await harness.sentAndFailed() == [99, 1]
+                }
+            }
+            let failed = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT concat_ws('|', device_token, last_status, last_error) FROM push_queue WHERE time_failed IS NOT NULL",
+                as: String.self
+            )
+            #expect(failed == "\(PushHarness.token(37))|8|invalid token")
+            let invalid = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT device_token || '|' || source || '|' || (processed_at IS NULL) FROM invalid_tokens",
+                as: String.self
+            )
+            #expect(invalid == "\(PushHarness.token(37))|binary status 8|true")
+            let counts = harness.acceptedCounts
+            #expect(Set(counts.keys) == Set(ids.filter { $0 != ids[36] }.map { UInt32($0) }))
+            #expect(harness.simulator.state.counters.rejectedByStatus == ["8": 1])
+        }
+    }
+
+    @Test func rowsThatCanNeverBeSentFailAtOnceWithAReason() async throws {
+        try await PushHarness.run { harness in
+            try await harness.queue(3)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO push_queue (device_token, payload) VALUES
+                        ('not-hex', '{"aps":{}}'), (repeat('a', 62), '{"aps":{}}'), (repeat('b', 64), repeat('x', 2049))
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            try await harness.withDaemon {
+                try await harness.waitUntil("3 sent, 3 failed") {
+                    try await harness.sentAndFailed() == [3, 3]
+                }
+            }
+            let reasons = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT string_agg(last_status || ': ' || last_error, '; ' ORDER BY message_id) FROM push_queue WHERE time_failed IS NOT NULL",
+                as: String.self
+            )
+            #expect(
+                reasons
+                    == "invalid: device token is not 64 hex digits; invalid: device token is not 64 hex digits; invalid: payload of 2049 bytes exceeds the binary limit of 2048"
+            )
+            #expect(harness.simulator.state.counters.rejectedByStatus.isEmpty, "nothing unsendable reached the gateway")
+        }
+    }
+
+    @Test func abruptDropsLoseNothing() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.faults.closeAfterFrames = 37
+        try await PushHarness.run(simulator: simulator) { harness in
+            let ids = try await harness.queue(500)
+            try await harness.withDaemon {
+                try await harness.waitUntilAllSent(500)
+            }
+            let counts = harness.acceptedCounts
+            #expect(Set(counts.keys) == Set(ids.map { UInt32($0) }), "every row reached the gateway")
+            #expect(harness.simulator.state.counters.abruptCloses >= 13)
+        }
+    }
+
+    @Test func shutdownResponsesResendTheRestWithoutDuplicates() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.faults.shutdownAfterFrames = 50
+        try await PushHarness.run(simulator: simulator) { harness in
+            let ids = try await harness.queue(400)
+            try await harness.withDaemon {
+                try await harness.waitUntilAllSent(400)
+            }
+            let counts = harness.acceptedCounts
+            #expect(Set(counts.keys) == Set(ids.map { UInt32($0) }))
+            #expect(counts.values.allSatisfy { $0 == 1 }, "status 10 names the last accepted: nothing is sent twice")
+        }
+    }
+
+    @Test func processingErrorsAreRetriedABoundedNumberOfTimes() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.faults.processingErrorTokens = [PushHarness.token(5)]
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await harness.queue(10)
+            var configuration = harness.configuration()
+            configuration.push.maxRetries = 2
+            try await harness.withDaemon(configuration) {
+                try await harness.waitUntil("9 sent, 1 failed") {
+                    try await harness.sentAndFailed() == [9, 1]
+                }
+            }
+            #expect(harness.simulator.state.counters.rejectedByStatus == ["1": 3], "the first try and two retries")
+            let reason = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT last_status FROM push_queue WHERE time_failed IS NOT NULL",
+                as: String.self
+            )
+            #expect(reason == "1")
+        }
+    }
+
+    @Test func twoDaemonsShareTheQueueWithoutSendingARowTwice() async throws {
+        try await PushHarness.run { harness in
+            let ids = try await harness.queue(3000)
+            var first = harness.configuration()
+            first.push.batchSize = 50
+            var second = first
+            second.push.connections = 2
+            try await harness.withDaemons([first, second]) {
+                try await harness.waitUntilAllSent(3000, timeout: .seconds(60))
+            }
+            let counts = harness.acceptedCounts
+            #expect(Set(counts.keys) == Set(ids.map { UInt32($0) }))
+            #expect(counts.values.allSatisfy { $0 == 1 }, "no row sent twice")
+            let senders = try await TestDatabase.scalar(harness.url, "SELECT count(DISTINCT claimed_by) FROM push_queue", as: Int64.self)
+            #expect(senders == 2, "both daemons took part")
+            #expect(Set(harness.simulator.state.accepted.map(\.connection)).count == 3, "three connections shared the work")
+        }
+    }
+
+    @Test func wakesOnNotifyWithoutWaitingForThePoll() async throws {
+        try await PushHarness.run { harness in
+            var configuration = harness.configuration()
+            configuration.pollInterval = .seconds(60)
+            try await harness.withDaemon(configuration) {
+                try await harness.waitUntil("the daemon is connected") { harness.simulator.state.counters.connections == 1 }
+                try await Task.sleep(for: .milliseconds(300))  // let it settle into waiting
+                let start = ContinuousClock.now
+                try await harness.queue(1)
+                try await harness.waitUntil(timeout: .seconds(10), "the notification arrives") {
+                    harness.simulator.state.counters.accepted == 1
+                }
+                #expect(ContinuousClock.now - start < .seconds(5), "NOTIFY, not the 60 s poll")
+            }
+        }
+    }
+
+    @Test func aRefusedCertificateBacksOffAndKeepsTheRows() async throws {
+        try await PushHarness.run { harness in
+            try await harness.queue(5)
+            let configuration = harness.configuration(certificate: "other-ck.pem", passphrase: nil)
+            try await harness.withDaemon(configuration) {
+                try await Task.sleep(for: .seconds(4))
+            }
+            let attempts = harness.simulator.state.counters.connections
+            #expect(attempts >= 2, "it keeps trying")
+            #expect(attempts <= 4, "with backoff (1 s, 2 s, …), not in a loop")
+            #expect(try await harness.count("time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL") == 5, "rows stay queued")
+        }
+    }
+
+    @Test func survivesTheDatabaseGoingAwayAndKeepsTheGatewayConnection() async throws {
+        try await PushHarness.run { harness in
+            let role = "push_outage_\(UInt32.random(in: 0...UInt32.max))"
+            try await TestDatabase.withConnection(harness.url) { connection in
+                for statement in [
+                    "CREATE ROLE \(role) LOGIN",
+                    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO \(role)",
+                    "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO \(role)",
+                ] {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger)
+                }
+            }
+            var daemonURL = harness.url
+            daemonURL.username = role
+            try await harness.withDaemon(harness.configuration(url: daemonURL)) {
+                try await harness.queue(10)
+                try await harness.waitUntilAllSent(10)
+                // The database goes away for the daemon: its sessions end and it cannot log in again.
+                try await TestDatabase.withConnection(harness.url) { connection in
+                    try await connection.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(role) NOLOGIN"), logger: TestDatabase.logger)
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '\(role)'"),
+                        logger: TestDatabase.logger
+                    )
+                }
+                try await harness.queue(10, from: 100)
+                try await Task.sleep(for: .seconds(2))
+                #expect(try await harness.count("time_sent IS NOT NULL") == 10, "nothing can be claimed while the database is away")
+                try await TestDatabase.withConnection(harness.url) { connection in
+                    try await connection.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(role) LOGIN"), logger: TestDatabase.logger)
+                }
+                try await harness.waitUntilAllSent(20)
+            }
+            #expect(harness.simulator.state.counters.connections == 1, "the gateway connection was kept throughout")
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: "DROP OWNED BY \(role)"), logger: TestDatabase.logger)
+            }
+            try await TestDatabase.admin(try TestDatabase.serverURL(), "DROP ROLE \(role)")
+        }
+    }
+}

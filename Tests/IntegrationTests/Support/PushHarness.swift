@@ -1,0 +1,156 @@
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+import ServiceLifecycle
+import Testing
+
+@testable import Push
+@testable import Shared
+@testable import Simulator
+
+/// A fresh database, an in-process APNs simulator and push daemons pointed at it.
+struct PushHarness: Sendable {
+    let url: DatabaseURL
+    let simulator: APNsSimulator
+    let ports: APNsSimulator.Ports
+
+    /// Runs `body` with a fresh database and a running simulator.
+    static func run(
+        simulator simulatorConfiguration: SimulatorConfiguration = SimulatorTests.configuration(),
+        _ body: @Sendable (PushHarness) async throws -> Void
+    ) async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let simulator = try APNsSimulator(configuration: simulatorConfiguration, logger: TestDatabase.logger)
+            try await simulator.withRunning { ports in
+                try await body(PushHarness(url: url, simulator: simulator, ports: ports))
+            }
+        }
+    }
+
+    /// The daemon's configuration for this harness: quick settle and lease so tests finish fast.
+    func configuration(
+        certificate: String = "ck.pem",
+        passphrase: String? = TestCertificates.passphrase,
+        url: DatabaseURL? = nil
+    ) -> Configuration {
+        var configuration = Configuration(mode: .development, databaseURL: url ?? self.url)
+        configuration.apns.gateway = Endpoint(host: "127.0.0.1", port: ports.gateway)
+        configuration.apns.feedback = Endpoint(host: "127.0.0.1", port: ports.feedback)
+        configuration.apns.certificate = TestCertificates.path(certificate)
+        configuration.apns.passphrase = passphrase.map(Secret.init)
+        configuration.apns.caFile = TestCertificates.path("ca.pem")
+        configuration.pollInterval = .seconds(1)
+        configuration.push.settle = .milliseconds(100)
+        configuration.push.lease = .seconds(3)
+        configuration.push.batchSize = 200
+        return configuration
+    }
+
+    /// Environment variables that give the `pushchat-push` executable the same configuration.
+    func environment(_ configuration: Configuration) -> [String: String] {
+        [
+            "PUSHCHAT_DATABASE_URL": configuration.databaseURL.connectionString,
+            "PUSHCHAT_APNS_GATEWAY": configuration.apns.gateway.description,
+            "PUSHCHAT_APNS_CERTIFICATE": configuration.apns.certificate ?? "",
+            "PUSHCHAT_APNS_PASSPHRASE": configuration.apns.passphrase?.value ?? "",
+            "PUSHCHAT_APNS_CA_FILE": configuration.apns.caFile ?? "",
+            "PUSHCHAT_POLL_INTERVAL": "1",
+            "PUSHCHAT_PUSH_SETTLE": "0.1",
+            "PUSHCHAT_PUSH_LEASE": "2",
+            "PUSHCHAT_PUSH_BATCH_SIZE": "200",
+            "PUSHCHAT_LOG_FILE": "-",
+            "PUSHCHAT_LOG_LEVEL": "info",
+        ]
+    }
+
+    /// Runs push daemons in this process while `body` runs, then shuts them down gracefully.
+    func withDaemons<T: Sendable>(
+        _ configurations: [Configuration],
+        _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        var services: [any Service] = []
+        for (index, configuration) in configurations.enumerated() {
+            let identity = try configuration.apns.loadIdentity()
+            let tls = try GatewayTLS.clientContext(identity: identity, caFile: configuration.apns.caFile)
+            services.append(
+                PushService(configuration: configuration, tls: tls, logger: TestDatabase.logger, instance: "test-daemon-\(index + 1)")
+            )
+        }
+        let group = ServiceGroup(configuration: .init(services: services, logger: TestDatabase.logger))
+        return try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            do {
+                let result = try await body()
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+                return result
+            } catch {
+                await group.triggerGracefulShutdown()
+                try? await tasks.waitForAll()
+                throw error
+            }
+        }
+    }
+
+    func withDaemon<T: Sendable>(_ configuration: Configuration? = nil, _ body: @Sendable () async throws -> T) async throws -> T {
+        try await withDaemons([configuration ?? self.configuration()], body)
+    }
+
+    /// Queues `count` notifications to distinct tokens (token n = hex of n), returns their message ids.
+    @discardableResult
+    func queue(
+        _ count: Int,
+        from start: Int = 1,
+        payload: String = #"{"aps":{"alert":"Ann: hi","sound":"default"}}"#
+    ) async throws -> [Int64] {
+        try await TestDatabase.withConnection(url) { connection in
+            let rows = try await connection.query(
+                """
+                INSERT INTO push_queue (device_token, payload)
+                SELECT lpad(to_hex(g), 64, '0'), \(payload) FROM generate_series(\(start), \(start + count - 1)) g
+                RETURNING message_id
+                """,
+                logger: TestDatabase.logger
+            )
+            var ids: [Int64] = []
+            for try await id in rows.decode(Int64.self) { ids.append(id) }
+            return ids.sorted()
+        }
+    }
+
+    static func token(_ n: Int) -> String { String(format: "%064x", n) }
+
+    func count(_ condition: String) async throws -> Int64 {
+        try await TestDatabase.scalar(url, PostgresQuery(unsafeSQL: "SELECT count(*) FROM push_queue WHERE \(condition)"), as: Int64.self)
+    }
+
+    /// How many rows are sent and how many failed.
+    func sentAndFailed() async throws -> [Int64] {
+        [try await count("time_sent IS NOT NULL"), try await count("time_failed IS NOT NULL")]
+    }
+
+    /// Waits (polling, bounded) until `condition` holds; records an issue if it never does.
+    func waitUntil(
+        timeout: Duration = .seconds(30),
+        _ what: String,
+        _ condition: @Sendable () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("timed out after \(timeout) waiting until \(what)")
+        throw CancellationError()
+    }
+
+    func waitUntilAllSent(_ total: Int, timeout: Duration = .seconds(30)) async throws {
+        try await waitUntil(timeout: timeout, "\(total) rows are sent") { try await count("time_sent IS NOT NULL") == total }
+    }
+
+    /// Accepted identifiers by how often the simulator saw each.
+    var acceptedCounts: [UInt32: Int] {
+        simulator.state.accepted.reduce(into: [:]) { $0[$1.identifier, default: 0] += 1 }
+    }
+}
