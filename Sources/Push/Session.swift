@@ -54,6 +54,11 @@ final class Session: Sendable {
         }
     }
 
+    /// Rows to write on this connection or, if it has ended, the next.
+    func addPending(_ items: [QueuedNotification]) {
+        state.withLockedValue { $0.pending.append(contentsOf: items) }
+    }
+
     /// Records rows about to be written; if the session already stopped they wait for the next connection instead.
     func append(_ items: [QueuedNotification], at instant: ContinuousClock.Instant) -> Bool {
         state.withLockedValue { state in

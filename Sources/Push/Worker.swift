@@ -90,7 +90,7 @@ struct Worker: Sendable {
             return try await channel.executeThenClose { inbound, outbound in
                 try await withThrowingTaskGroup(of: End.self) { group in
                     group.addTask { await read(inbound, session: session) }
-                    group.addTask { try await write(outbound, session: session) }
+                    group.addTask { await write(outbound, session: session) }
                     var end = try await group.next()!
                     if case .writerStopped = end { end = try await group.next()! }
                     if case .drained = end {
@@ -132,24 +132,31 @@ struct Worker: Sendable {
         }
     }
 
-    private func write(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, session: Session) async throws -> End {
+    private func write(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, session: Session) async -> End {
         var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
         var buffer = ByteBuffer()
+        // While one batch is written the next is claimed (only while claims come back full: an idle queue is not
+        // polled in a loop).
+        var prefetch: (task: Task<[QueuedNotification], any Error>, limit: Int)?
         while !session.isStopped {
             outcomes.sent(session.settle(writtenBefore: .now - settings.settle))
-            if shutdown.isRequested { return .drained }
+            if shutdown.isRequested {
+                await keep(prefetch?.task, in: session)
+                return .drained
+            }
             let free = session.freeSpace
             var batch = session.takePending(limit: min(free, settings.batchSize))
             let generation = signal.generation
+            var claimedFull = false
             if batch.count < settings.batchSize && free > batch.count {
+                let limit = min(free - batch.count, settings.batchSize - batch.count)
                 do {
-                    // Not cancellable: once PostgreSQL has leased rows to us we must hold them, or they would sit
-                    // claimed until the lease runs out.
-                    let queue = self.queue
-                    let limit = min(free - batch.count, settings.batchSize - batch.count)
-                    let claimed = try await Task { try await queue.claim(limit: limit) }.value
+                    let request = prefetch ?? (claim(limit: limit), limit)
+                    prefetch = nil
+                    let claimed = try await request.task.value
                     held.add(claimed.map(\.messageID))
                     batch += claimed
+                    claimedFull = claimed.count >= request.limit
                     databaseBackoff.reset()
                 } catch {
                     if databaseBackoff.failures == 0 {
@@ -167,14 +174,33 @@ struct Worker: Sendable {
                 await signal.wait(after: generation, timeout: timeout)
                 continue
             }
+            if claimedFull && prefetch == nil {
+                let next = min(max(0, free - batch.count), settings.batchSize)
+                if next > 0 { prefetch = (claim(limit: next), next) }
+            }
             do {
                 try await send(batch, session: session, outbound: outbound, buffer: &buffer)
             } catch {
                 // The connection is gone; the reader reports how.
-                return .writerStopped
+                break
             }
         }
+        await keep(prefetch?.task, in: session)
         return .writerStopped
+    }
+
+    /// Starts a claim that is not cancelled with the session: once PostgreSQL has leased rows to us we must hold
+    /// them, or they would sit claimed until the lease runs out.
+    private func claim(limit: Int) -> Task<[QueuedNotification], any Error> {
+        let queue = self.queue
+        return Task { try await queue.claim(limit: limit) }
+    }
+
+    /// Rows of a claim still under way when the session ends wait for the next connection.
+    private func keep(_ claim: Task<[QueuedNotification], any Error>?, in session: Session) async {
+        guard let claim, let rows = try? await claim.value, !rows.isEmpty else { return }
+        held.add(rows.map(\.messageID))
+        session.addPending(rows)
     }
 
     private func send(

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+@testable import Shared
+@testable import Simulator
+
+/// The `pushchat-push` executable as an operator runs it: signals, crashes, restarts.
+@Suite struct PushProcessTests {
+    /// Starts the daemon binary; returns the process and a pipe with its output.
+    static func start(_ environment: [String: String]) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = Executable(name: "pushchat-push").url
+        process.arguments = ["development"]
+        var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") && $0.key != "APPLICATION_ENV" }
+        merged.merge(environment) { $1 }
+        process.environment = merged
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        return (process, output)
+    }
+
+    static func waitForExit(_ process: Process, timeout: Duration) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        return !process.isRunning
+    }
+
+    @Test func killMinus9AtAnyMomentLosesNothing() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.faults.readDelay = .milliseconds(20)  // keep rows in flight when the daemon dies
+        try await PushHarness.run(simulator: simulator) { harness in
+            let ids = try await harness.queue(3000)
+            let environment = harness.environment(harness.configuration())
+            for round in 1...3 {
+                let (process, _) = try Self.start(environment)
+                try await harness.waitUntil(timeout: .seconds(20), "round \(round) delivers something") {
+                    harness.simulator.state.counters.accepted >= round * 300
+                }
+                kill(process.processIdentifier, SIGKILL)
+                _ = try await Self.waitForExit(process, timeout: .seconds(5))
+                #expect(process.terminationReason == .uncaughtSignal)
+            }
+            harness.simulator.state.setFaults(.init())
+            let (process, _) = try Self.start(environment)
+            // Rows the dead daemons held come back when their 2 s lease runs out.
+            try await harness.waitUntilAllSent(3000, timeout: .seconds(60))
+            process.terminate()
+            #expect(try await Self.waitForExit(process, timeout: .seconds(15)))
+            #expect(Set(harness.acceptedCounts.keys) == Set(ids.map { UInt32($0) }), "every row reached the gateway")
+            #expect(try await harness.count("claimed_until IS NOT NULL AND time_sent IS NULL") == 0, "none stays claimed")
+        }
+    }
+
+    @Test func sigtermSettlesTheWindowAndExitsZero() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.faults.readDelay = .milliseconds(30)
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await harness.queue(5000)
+            let (process, output) = try Self.start(harness.environment(harness.configuration()))
+            try await harness.waitUntil(timeout: .seconds(20), "sending is under way") { harness.simulator.state.counters.accepted >= 200 }
+            process.terminate()  // SIGTERM
+            #expect(try await Self.waitForExit(process, timeout: .seconds(20)))
+            #expect(process.terminationStatus == 0)
+            #expect(process.terminationReason == .exit)
+            let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(log.contains("Push daemon started (development mode)"))
+            #expect(log.contains("Connection OK"))
+            #expect(log.contains("Push daemon stopped"))
+            // Nothing is left claimed: sent rows are stamped, the rest is back in the queue for the next daemon.
+            #expect(try await harness.count("claimed_until IS NOT NULL AND time_sent IS NULL AND time_failed IS NULL") == 0)
+            let sent = try await harness.count("time_sent IS NOT NULL")
+            let accepted = Set(harness.simulator.state.accepted.map(\.identifier))
+            #expect(sent > 0)
+            #expect(Int(sent) <= accepted.count, "only what reached the gateway is stamped sent")
+            // A new daemon sends the rest.
+            harness.simulator.state.setFaults(.init())
+            let (next, _) = try Self.start(harness.environment(harness.configuration()))
+            try await harness.waitUntilAllSent(5000, timeout: .seconds(60))
+            next.terminate()
+            _ = try await Self.waitForExit(next, timeout: .seconds(15))
+        }
+    }
+
+    @Test func aBadPassphraseStopsAtStartWithOneClearLine() async throws {
+        let result = try Executable(name: "pushchat-push").run(
+            ["development"],
+            environment: [
+                "PUSHCHAT_DATABASE_URL": "postgres://u@127.0.0.1:1/db",
+                "PUSHCHAT_APNS_CERTIFICATE": TestCertificates.path("ck.pem"),
+                "PUSHCHAT_APNS_PASSPHRASE": "wrong-wrong",
+                "PUSHCHAT_LOG_FILE": "-",
+            ]
+        )
+        #expect(result.status == 78)
+        #expect(result.standardError.contains(TestCertificates.path("ck.pem")))
+        #expect(result.standardError.contains("wrong passphrase"))
+        #expect(!(result.standardError + result.standardOutput).contains("wrong-wrong"))
+    }
+}
