@@ -62,12 +62,13 @@ final class Outcomes: Sendable {
 
     var isEmpty: Bool { pending.withLockedValue { $0.isEmpty } }
 
-    /// Writes results as they come, until cancelled.
+    /// Writes results as they come, until cancelled. A round under way when cancelled completes first, so its
+    /// batch is neither lost nor left for ``drain(timeout:)`` to miss.
     func run() async {
         var backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(10))
         while !Task.isCancelled {
             let generation = wake.generation
-            if await flush() {
+            if await Task(operation: { await self.flush() }).value {
                 backoff.reset()
                 await wake.wait(after: generation, timeout: .seconds(1))
             } else {

@@ -56,34 +56,38 @@ public final class PushService: Service, Sendable {
         defer { pool.cancel() }
         await withTaskGroup(of: Void.self) { background in
             background.addTask { await listener.run() }
-            background.addTask { await outcomes.run() }
             background.addTask {
                 await Self.maintainLeases(queue: queue, held: held, lease: settings.lease, signal: signal, logger: logger)
             }
-            await withGracefulShutdownHandler {
-                await withTaskGroup(of: Void.self) { workers in
-                    for index in 0..<settings.connections {
-                        var workerLogger = logger
-                        if settings.connections > 1 { workerLogger[metadataKey: "push.connection"] = "\(index + 1)" }
-                        let worker = Worker(
-                            index: index,
-                            settings: settings,
-                            pollInterval: configuration.pollInterval,
-                            encoder: encoder,
-                            queue: queue,
-                            outcomes: outcomes,
-                            held: held,
-                            signal: signal,
-                            shutdown: shutdown,
-                            connector: connector,
-                            logger: workerLogger
-                        )
-                        workers.addTask { await worker.run() }
+            await withTaskGroup(of: Void.self) { recording in
+                recording.addTask { await outcomes.run() }
+                await withGracefulShutdownHandler {
+                    await withTaskGroup(of: Void.self) { workers in
+                        for index in 0..<settings.connections {
+                            var workerLogger = logger
+                            if settings.connections > 1 { workerLogger[metadataKey: "push.connection"] = "\(index + 1)" }
+                            let worker = Worker(
+                                index: index,
+                                settings: settings,
+                                pollInterval: configuration.pollInterval,
+                                encoder: encoder,
+                                queue: queue,
+                                outcomes: outcomes,
+                                held: held,
+                                signal: signal,
+                                shutdown: shutdown,
+                                connector: connector,
+                                logger: workerLogger
+                            )
+                            workers.addTask { await worker.run() }
+                        }
                     }
+                } onGracefulShutdown: {
+                    shutdown.request()
                 }
-            } onGracefulShutdown: {
-                shutdown.request()
+                recording.cancelAll()
             }
+            // Every worker has settled its connection: record what is left, then stop the rest.
             await outcomes.drain(timeout: .seconds(10))
             background.cancelAll()
         }

@@ -21,15 +21,23 @@ public final class APNsSimulator: Service, Sendable {
     let logger: Logger
     let tlsContext: NIOSSLContext
     let group: any EventLoopGroup
+    let ownsGroup: Bool
 
+    deinit {
+        if ownsGroup { group.shutdownGracefully { _ in } }
+    }
+
+    /// - Parameter group: defaults to a thread of its own, so a busy process (tests, benchmarks) cannot delay the
+    ///   gateway's reads behind other work.
     public init(
         configuration: SimulatorConfiguration,
         logger: Logger,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        group: (any EventLoopGroup)? = nil
     ) throws {
         self.configuration = configuration
         self.logger = logger
-        self.group = group
+        self.ownsGroup = group == nil
+        self.group = group ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.state = try SimulatorState(configuration: configuration)
         self.tlsContext = try Self.serverContext(configuration)
     }

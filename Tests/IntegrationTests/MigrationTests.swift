@@ -23,12 +23,12 @@ import Testing
                 "SELECT string_agg(table_name::text, ',' ORDER BY table_name) FROM information_schema.tables WHERE table_schema = 'public'",
                 as: String.self
             )
-            #expect(tables == "active_users,messages,push_queue,schema_migrations")
+            #expect(tables == "active_users,invalid_tokens,messages,push_queue,schema_migrations")
             let uncommented = try await TestDatabase.scalar(
                 url,
                 """
                 SELECT count(*) FROM information_schema.columns c
-                WHERE c.table_schema = 'public' AND c.table_name IN ('active_users', 'push_queue', 'messages')
+                WHERE c.table_schema = 'public' AND c.table_name IN ('active_users', 'push_queue', 'messages', 'invalid_tokens')
                 AND col_description(format('%I', c.table_name)::regclass, c.ordinal_position) IS NULL
                 """,
                 as: Int64.self

@@ -5,7 +5,7 @@ import Testing
 @testable import Simulator
 
 /// The `pushchat-push` executable as an operator runs it: signals, crashes, restarts.
-@Suite struct PushProcessTests {
+@Suite(.serialized) struct PushProcessTests {
     /// Starts the daemon binary; returns the process and a pipe with its output.
     static func start(_ environment: [String: String]) throws -> (Process, Pipe) {
         let process = Process()

@@ -41,7 +41,7 @@ struct PushHarness: Sendable {
         configuration.apns.passphrase = passphrase.map(Secret.init)
         configuration.apns.caFile = TestCertificates.path("ca.pem")
         configuration.pollInterval = .seconds(1)
-        configuration.push.settle = .milliseconds(100)
+        configuration.push.settle = .milliseconds(250)
         configuration.push.lease = .seconds(3)
         configuration.push.batchSize = 200
         return configuration
@@ -56,7 +56,7 @@ struct PushHarness: Sendable {
             "PUSHCHAT_APNS_PASSPHRASE": configuration.apns.passphrase?.value ?? "",
             "PUSHCHAT_APNS_CA_FILE": configuration.apns.caFile ?? "",
             "PUSHCHAT_POLL_INTERVAL": "1",
-            "PUSHCHAT_PUSH_SETTLE": "0.1",
+            "PUSHCHAT_PUSH_SETTLE": "0.25",
             "PUSHCHAT_PUSH_LEASE": "2",
             "PUSHCHAT_PUSH_BATCH_SIZE": "200",
             "PUSHCHAT_LOG_FILE": "-",
