@@ -214,18 +214,18 @@ import Testing
     }
 
     @Test func refusedConnectionsFailThenRecover() async throws {
-        var configuration = Self.configuration()
-        configuration.faults.refuseConnectionsFor = .milliseconds(600)
-        try await Self.withSimulator(configuration) { simulator, ports in
+        try await Self.withSimulator { simulator, ports in
+            var faults = SimulatorConfiguration.Faults()
+            faults.refuseConnectionsFor = .milliseconds(1500)
+            simulator.state.setFaults(faults)
             await #expect(throws: (any Error).self) {
                 _ = try await TLSTestClient.exchange(port: ports.gateway, tls: try Self.provider, send: Self.frames(1...1))
             }
             #expect(simulator.state.counters.refusedConnections == 1)
-            try await Task.sleep(for: .milliseconds(700))
+            #expect(simulator.state.counters.accepted == 0)
+            try await Task.sleep(for: .milliseconds(1600))
             let state = simulator.state
-            _ = try await TLSTestClient.exchange(port: ports.gateway, tls: try Self.provider, send: Self.frames(1...2)) {
-                state.counters.accepted == 2
-            }
+            _ = try await TLSTestClient.exchange(port: ports.gateway, tls: try Self.provider, send: Self.frames(1...2)) { state.counters.accepted == 2 }
         }
     }
 
