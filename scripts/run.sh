@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs PushChat Server locally on an embedded default: a throwaway PostgreSQL cluster under .local/ (kept between
-# runs; `--fresh` starts from an empty one), migrated, and the API server in development mode.
-# Ctrl-C stops everything.
+# runs; `--fresh` starts from an empty one), migrated; development certificates; the local APNs simulator; the API
+# server and the push daemon in development mode. Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/postgres.sh
@@ -45,21 +45,55 @@ export PUSHCHAT_DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/pushchat_de
 echo "==> migrating"
 "$bin/pushchat-api" migrate development
 
-api_port=${PUSHCHAT_API_PORT:-44447}
-if (exec 3<>"/dev/tcp/127.0.0.1/$api_port") 2>/dev/null; then
-    api_port=$(pg_free_port)
-    echo "    port 44447 is busy: the API uses $api_port"
-fi
+# The usual port, or a free one when it is taken.
+port_or_free() {
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+        local port
+        port=$(pg_free_port)
+        echo "    port $1 is busy: using $port instead" >&2
+        echo "$port"
+    else
+        echo "$1"
+    fi
+}
+
+wait_for_port() {
+    for _ in $(seq 1 100); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    echo "nothing listens on port $1" >&2
+    return 1
+}
+
+echo "==> development certificates (.local/certs)"
+export PUSHCHAT_DEV_PASSPHRASE=${PUSHCHAT_DEV_PASSPHRASE:-pushchat}
+./deploy/dev-certs.sh .local/certs
+export PUSHCHAT_APNS_PASSPHRASE=$PUSHCHAT_DEV_PASSPHRASE
+
+gateway_port=$(port_or_free 2195)
+feedback_port=$(port_or_free 2196)
+status_port=$(port_or_free 8095)
+mkdir -p log
+echo "==> starting the APNs simulator (record: log/apns-sim-notifications.jsonl)"
+"$bin/pushchat-apns-sim" --certs .local/certs --gateway-port "$gateway_port" --feedback-port "$feedback_port" \
+    --status-port "$status_port" --record log/apns-sim-notifications.jsonl &
+children+=($!)
+wait_for_port "$gateway_port"
+export PUSHCHAT_APNS_GATEWAY="127.0.0.1:$gateway_port" PUSHCHAT_APNS_FEEDBACK="127.0.0.1:$feedback_port"
+
+api_port=$(port_or_free "${PUSHCHAT_API_PORT:-44447}")
 export PUSHCHAT_API_HOST=${PUSHCHAT_API_HOST:-127.0.0.1} PUSHCHAT_API_PORT=$api_port
 
 echo "==> starting the API server (log: log/api_development.log)"
 "$bin/pushchat-api" serve development &
 children+=($!)
 
-for _ in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$api_port") 2>/dev/null; then break; fi
-    sleep 0.1
-done
+echo "==> starting the push daemon (log: log/push_development.log)"
+"$bin/pushchat-push" development &
+children+=($!)
+
+wait_for_port "$api_port"
 
 api="http://127.0.0.1:$api_port"
 cat <<TXT
@@ -70,9 +104,11 @@ PushChat Server is running (development mode).
   Test forms     $api/  (join two fake devices with the same secret code, then send a message)
                  $api/test/api_join.html   $api/test/api_message.html
   Database check $api/test/database
+  Arrived        http://127.0.0.1:$status_port/  (the APNs simulator: counters and the last notifications)
+                 log/apns-sim-notifications.jsonl (every notification the simulator accepted)
   psql           psql '$PUSHCHAT_DATABASE_URL'
                  SELECT * FROM active_users;  SELECT message_id, device_token, payload, time_sent FROM push_queue;
-  Logs           log/api_development.log
+  Logs           log/api_development.log  log/push_development.log
 
 From a shell:
   curl -d cmd=join -d udid=$(printf '%040d' 1) -d token=$(printf 'ab%.0s' {1..32}) -d name=Ann -d code=demo $api/api.php

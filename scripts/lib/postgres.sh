@@ -62,6 +62,10 @@ pg_start() {
             || { cat "$dir.initdb.log" >&2; return 1; }
         rm -f "$dir.initdb.log"
     fi
+    # A run that was killed hard may have left its server running: stop it, it is ours.
+    if pg_as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
+        pg_as_owner "$bin/pg_ctl" -D "$dir" -m fast -w -t 30 stop >/dev/null 2>&1 || true
+    fi
     PG_PORT=$(pg_free_port) || return 1
     pg_as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
         -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
