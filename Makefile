@@ -1,5 +1,5 @@
 # The two commands of the README, plus a build.
-.PHONY: run test build
+.PHONY: run test build bench
 
 run:
 	./scripts/run.sh
@@ -9,3 +9,6 @@ test:
 
 build:
 	swift build
+
+bench:
+	./scripts/bench.sh

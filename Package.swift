@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "pushchat-push", targets: ["PushDaemon"]),
         .executable(name: "pushchat-feedback", targets: ["FeedbackJob"]),
         .executable(name: "pushchat-apns-sim", targets: ["APNsSimulator"]),
+        .executable(name: "pushchat-bench", targets: ["Bench"]),
         .library(name: "PushChatShared", targets: ["Shared"]),
     ],
     dependencies: [
@@ -87,6 +88,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "Bench",
+            dependencies: [
+                "Shared",
+                "Simulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "PushDaemon",
             dependencies: [
                 "Shared",
@@ -97,9 +109,26 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "Feedback",
+            dependencies: [
+                "Shared",
+                "Push",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "FeedbackJob",
-            dependencies: ["Shared"],
+            dependencies: [
+                "Shared",
+                "Feedback",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -114,6 +143,7 @@ let package = Package(
                 "APIServer",
                 "Simulator",
                 "Push",
+                "Feedback",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

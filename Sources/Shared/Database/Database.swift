@@ -9,6 +9,7 @@ public enum Database {
         PostgresClient(configuration: url.clientConfiguration(applicationName: applicationName), backgroundLogger: logger)
     }
 
+    @discardableResult
     /// One connection for a short command (migrate, admin tools): fails at once when the server cannot be reached,
     /// and is closed when `body` returns.
     public static func withConnection<T: Sendable>(

@@ -1,0 +1,261 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Shared
+import Simulator
+
+/// One benchmark run: a fresh database, the simulator in this process, the daemon binaries as child processes.
+final class Bench: Sendable {
+    struct Figure: Sendable {
+        let name: String
+        let value: String
+        let target: String
+        let met: Bool?
+    }
+
+    let url: DatabaseURL
+    let server: DatabaseURL
+    let simulator: APNsSimulator
+    let ports: APNsSimulator.Ports
+    let environment: [String: String]
+    let binDir: String
+    let logger: Logger
+    let stop: @Sendable () async -> Void
+
+    private init(
+        url: DatabaseURL,
+        server: DatabaseURL,
+        simulator: APNsSimulator,
+        ports: APNsSimulator.Ports,
+        environment: [String: String],
+        binDir: String,
+        logger: Logger,
+        stop: @escaping @Sendable () async -> Void
+    ) {
+        self.url = url
+        self.server = server
+        self.simulator = simulator
+        self.ports = ports
+        self.environment = environment
+        self.binDir = binDir
+        self.logger = logger
+        self.stop = stop
+    }
+
+    static func prepare(server: DatabaseURL, certs: String, passphrase: String, binDir: String, logger: Logger) async throws -> Bench {
+        let name = "pushchat_bench_\(getpid())"
+        try await execute(server, "DROP DATABASE IF EXISTS \(name)", logger: logger)
+        try await execute(server, "CREATE DATABASE \(name)", logger: logger)
+        let url = server.with(database: name)
+        try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
+            let migrations = try Migration.load(from: "migrations")
+            try await Migrator(connection: connection, migrations: migrations, logger: logger).migrate()
+        }
+        var configuration = SimulatorConfiguration(certificateDirectory: certs)
+        configuration.gatewayPort = 0
+        configuration.feedbackPort = 0
+        configuration.statusPort = nil
+        configuration.keepAll = true
+        configuration.recentLimit = 10
+        let simulator = try APNsSimulator(configuration: configuration, logger: logger)
+        // The simulator runs for the whole benchmark; `finish()` ends it.
+        let (portsStream, portsContinuation) = AsyncStream.makeStream(of: APNsSimulator.Ports.self)
+        let (stopStream, stopContinuation) = AsyncStream.makeStream(of: Void.self)
+        let running = Task {
+            try await simulator.withRunning { ports in
+                portsContinuation.yield(ports)
+                for await _ in stopStream { break }
+            }
+        }
+        var iterator = portsStream.makeAsyncIterator()
+        guard let ports = await iterator.next() else { throw SimulatorError(reason: "the simulator did not start") }
+        let environment = [
+            "PUSHCHAT_DATABASE_URL": url.connectionString,
+            "PUSHCHAT_APNS_GATEWAY": "127.0.0.1:\(ports.gateway)",
+            "PUSHCHAT_APNS_CERTIFICATE": certs + "/ck.pem",
+            "PUSHCHAT_APNS_PASSPHRASE": passphrase,
+            "PUSHCHAT_APNS_CA_FILE": certs + "/ca.pem",
+            "PUSHCHAT_LOG_FILE": "-",
+            "PUSHCHAT_LOG_LEVEL": "warning",
+        ]
+        return Bench(url: url, server: server, simulator: simulator, ports: ports, environment: environment, binDir: binDir, logger: logger) {
+            stopContinuation.finish()
+            _ = try? await running.value
+        }
+    }
+
+    func finish() async {
+        await stop()
+        try? await Self.execute(server, "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)", logger: logger)
+    }
+
+    // MARK: Figures
+
+    /// Queues `rows` notifications, starts `daemons` push daemons, and measures until every row is stamped sent.
+    func drain(rows: Int, daemons: Int) async throws -> [Figure] {
+        try await query("TRUNCATE push_queue")
+        try await query(
+            """
+            INSERT INTO push_queue (device_token, payload)
+            SELECT md5(g::text) || md5((g + 1)::text), '{"aps":{"alert":"Ann: message number ' || g || '","sound":"default"}}'
+            FROM generate_series(1, \(rows)) g
+            """
+        )
+        try await query("VACUUM ANALYZE push_queue")
+        let acceptedBefore = simulator.state.accepted.count
+        let processes = try (0..<daemons).map { _ in try startDaemon() }
+        defer {
+            for process in processes where process.isRunning { process.terminate() }
+            for process in processes { process.waitUntilExit() }
+        }
+        let start = ContinuousClock.now
+        var peakRSS = 0
+        while try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL") > 0 {
+            peakRSS = max(peakRSS, processes.map { Self.residentMemory(of: $0.processIdentifier) }.max() ?? 0)
+            if ContinuousClock.now - start > .seconds(300) { throw SimulatorError(reason: "drain did not finish in 5 minutes") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let wall = ContinuousClock.now - start
+        let span = try await double("SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM push_queue")
+        let accepted = simulator.state.accepted.dropFirst(acceptedBefore)
+        let distinct = Set(accepted.map(\.identifier)).count
+        let rate = Double(rows) / max(span, 0.001)
+        // The same rows through one raw UPDATE, as a yardstick for this machine in this run.
+        try await query("UPDATE push_queue SET time_sent = NULL")
+        let rawStart = ContinuousClock.now
+        try await query("UPDATE push_queue SET time_sent = now()")
+        let raw = Double(rows) / (ContinuousClock.now - rawStart).seconds
+        let label = daemons == 1 ? "one daemon" : "\(daemons) daemons sharing the queue"
+        let target = daemons == 1 ? 50_000.0 : 0
+        var figures = [
+            Figure(
+                name: "queue drain, binary, \(label)",
+                value: "\(Int(rate)) rows/s (\(rows) rows in \(String(format: "%.2f", span)) s; \(String(format: "%.2f", wall.seconds)) s with start-up)",
+                target: daemons == 1 ? "≥ 50,000 / s" : "higher than one, no row sent twice",
+                met: daemons == 1 ? rate >= target : nil
+            ),
+            Figure(
+                name: "  rows the gateway saw twice (\(label))",
+                value: "\(accepted.count - distinct) (of \(accepted.count) accepted, \(distinct) distinct)",
+                target: "0",
+                met: accepted.count == distinct && distinct == rows
+            ),
+            Figure(
+                name: "  drain rate / raw UPDATE of the same rows",
+                value: String(format: "%.2f (raw UPDATE: %d rows/s)", rate / raw, Int(raw)),
+                target: "-",
+                met: nil
+            ),
+        ]
+        if daemons == 1 {
+            figures.append(Figure(name: "  push daemon peak RSS while draining", value: "\(peakRSS / 1024) MB", target: "≤ 100 MB", met: peakRSS / 1024 <= 100))
+        }
+        return figures
+    }
+
+    /// With the daemon idle, queues one row at a time and measures until the simulator decodes it.
+    func idleLatency(samples: Int) async throws -> [Figure] {
+        try await query("TRUNCATE push_queue")
+        let process = try startDaemon(extra: ["PUSHCHAT_POLL_INTERVAL": "60"])
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try await Task.sleep(for: .seconds(1))
+        var latencies: [Double] = []
+        let token = String(repeating: "ab", count: 32)
+        try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
+            for index in 0..<samples {
+                let before = simulator.state.counters.accepted
+                let sent = Date()
+                try await connection.query(
+                    "INSERT INTO push_queue (device_token, payload) VALUES (\(token), \("{\"aps\":{\"alert\":\"latency \(index)\"}}"))",
+                    logger: logger
+                )
+                let deadline = ContinuousClock.now + .seconds(5)
+                while simulator.state.counters.accepted == before && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .microseconds(200))
+                }
+                guard let arrival = simulator.state.recent(limit: 1).last?.arrival, simulator.state.counters.accepted > before else {
+                    throw SimulatorError(reason: "a notification did not arrive within 5 s")
+                }
+                latencies.append(arrival.timeIntervalSince(sent) * 1000)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        latencies.sort()
+        let p50 = latencies[latencies.count / 2]
+        let p99 = latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.99))]
+        return [
+            Figure(
+                name: "idle latency: row queued → decoded by the simulator",
+                value: String(format: "p50 %.2f ms, p99 %.2f ms (%d samples)", p50, p99, latencies.count),
+                target: "p50 ≤ 10 ms, p99 ≤ 50 ms",
+                met: p50 <= 10 && p99 <= 50
+            )
+        ]
+    }
+
+    // MARK: Helpers
+
+    private func startDaemon(extra: [String: String] = [:]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binDir + "/pushchat-push")
+        process.arguments = ["development"]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") }
+            .merging(environment) { $1 }.merging(extra) { $1 }
+        try process.run()
+        return process
+    }
+
+    private func query(_ sql: String) async throws {
+        try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        }
+    }
+
+    private func scalar(_ sql: String) async throws -> Int64 {
+        try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
+            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Int64.self) { return value }
+            return 0
+        }
+    }
+
+    private func double(_ sql: String) async throws -> Double {
+        try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
+            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Double.self) { return value }
+            return 0
+        }
+    }
+
+    static func execute(_ server: DatabaseURL, _ sql: String, logger: Logger) async throws {
+        try await Database.withConnection(url: server, applicationName: "pushchat-bench", logger: logger) { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        }
+    }
+
+    /// Resident memory of a process in kB (Linux).
+    static func residentMemory(of pid: Int32) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
+        }
+        return 0
+    }
+
+    static func printTable(_ figures: [Figure]) {
+        let width = max(40, figures.map(\.name.count).max() ?? 0)
+        let valueWidth = max(20, figures.map(\.value.count).max() ?? 0)
+        func pad(_ text: String, _ count: Int) -> String { text + String(repeating: " ", count: max(0, count - text.count)) }
+        print("\n" + pad("figure", width) + "  " + pad("measured", valueWidth) + "  target")
+        print(String(repeating: "-", count: width + valueWidth + 30))
+        for figure in figures {
+            let mark = figure.met.map { $0 ? "  ok" : "  MISSED" } ?? ""
+            print(pad(figure.name, width) + "  " + pad(figure.value, valueWidth) + "  " + figure.target + mark)
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

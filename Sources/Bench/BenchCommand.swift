@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PostgresNIO
+import Shared
+import Simulator
+
+/// `pushchat-bench`: measures the push path end to end on this machine and prints figures beside their targets.
+/// Run it through `scripts/bench.sh`, which builds in release mode and starts a throwaway PostgreSQL.
+@main
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pushchat-bench",
+        abstract: "Measure queue drain rate and idle latency of pushchat-push against the local APNs simulator."
+    )
+
+    @Option(help: "PostgreSQL server URL (a database is created for the run and dropped after).")
+    var databaseURL: String
+    @Option(help: "Folder holding the release binaries (pushchat-push).")
+    var binDir: String
+    @Option(help: "Folder with the development certificates (deploy/dev-certs.sh).")
+    var certs: String
+    @Option(help: "Passphrase of ck.pem.")
+    var passphrase = "pushchat"
+    @Option(help: "Rows drained per run.")
+    var rows = 200_000
+    @Option(help: "Idle-latency samples.")
+    var samples = 300
+
+    func run() async throws {
+        var logger = Logger(label: "pushchat-bench")
+        logger.logLevel = .error
+        let server = try DatabaseURL(parsing: databaseURL, key: "--database-url")
+        let bench = try await Bench.prepare(server: server, certs: certs, passphrase: passphrase, binDir: binDir, logger: logger)
+        var results: [Bench.Figure] = []
+        do {
+            results += try await bench.drain(rows: rows, daemons: 1)
+            results += try await bench.drain(rows: rows, daemons: 2)
+            results += try await bench.idleLatency(samples: samples)
+        } catch {
+            await bench.finish()
+            throw error
+        }
+        await bench.finish()
+        Bench.printTable(results)
+    }
+}
