@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs PushChat Server locally on an embedded default: a throwaway PostgreSQL cluster under .local/ (kept between
 # runs; `--fresh` starts from an empty one), migrated; development certificates; the local APNs simulator; the API
-# server and the push daemon in development mode. Ctrl-C stops everything.
+# server and the push daemon in development mode; the feedback job once, then every 5 minutes
+# (PUSHCHAT_FEEDBACK_EVERY seconds). Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/postgres.sh
@@ -93,6 +94,17 @@ echo "==> starting the push daemon (log: log/push_development.log)"
 "$bin/pushchat-push" development &
 children+=($!)
 
+feedback_every=${PUSHCHAT_FEEDBACK_EVERY:-300}
+echo "==> running the feedback job now and every ${feedback_every}s (log: log/feedback_development.log)"
+(
+    trap 'exit 0' TERM
+    while true; do
+        "$bin/pushchat-feedback" development >/dev/null || true
+        sleep "$feedback_every" & wait $!
+    done
+) &
+children+=($!)
+
 wait_for_port "$api_port"
 
 api="http://127.0.0.1:$api_port"
@@ -108,7 +120,7 @@ PushChat Server is running (development mode).
                  log/apns-sim-notifications.jsonl (every notification the simulator accepted)
   psql           psql '$PUSHCHAT_DATABASE_URL'
                  SELECT * FROM active_users;  SELECT message_id, device_token, payload, time_sent FROM push_queue;
-  Logs           log/api_development.log  log/push_development.log
+  Logs           log/api_development.log  log/push_development.log  log/feedback_development.log
 
 From a shell:
   curl -d cmd=join -d udid=$(printf '%040d' 1) -d token=$(printf 'ab%.0s' {1..32}) -d name=Ann -d code=demo $api/api.php

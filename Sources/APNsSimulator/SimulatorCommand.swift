@@ -22,8 +22,10 @@ struct SimulatorCommand: AsyncParsableCommand {
     var gatewayPort = 2195
     @Option(help: "Feedback service port (0: any free port).")
     var feedbackPort = 2196
-    @Option(help: "Status page port (0: any free port, -1: none).")
+    @Option(help: "Status page port (0: any free port).")
     var statusPort = 8095
+    @Flag(help: "Do not serve the status page.")
+    var noStatus = false
     @Option(help: "File of hex device tokens (one per line) answered with status 8, invalid token.")
     var unregistered: String?
     @Option(help: "File of feedback tuples, one per line: HEX-TOKEN EPOCH-SECONDS.")
@@ -67,7 +69,7 @@ struct SimulatorCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.gatewayPort = gatewayPort
         configuration.feedbackPort = feedbackPort
-        configuration.statusPort = statusPort < 0 ? nil : statusPort
+        configuration.statusPort = noStatus ? nil : statusPort
         configuration.recordFile = record
         if let unregistered {
             configuration.unregisteredTokens = Set(try Self.lines(of: unregistered).map { $0.lowercased() })

@@ -78,7 +78,8 @@ final class Bench: Sendable {
             "PUSHCHAT_LOG_FILE": "-",
             "PUSHCHAT_LOG_LEVEL": "warning",
         ]
-        return Bench(url: url, server: server, simulator: simulator, ports: ports, environment: environment, binDir: binDir, logger: logger) {
+        return Bench(url: url, server: server, simulator: simulator, ports: ports, environment: environment, binDir: binDir, logger: logger)
+        {
             stopContinuation.finish()
             _ = try? await running.value
         }
@@ -130,7 +131,8 @@ final class Bench: Sendable {
         var figures = [
             Figure(
                 name: "queue drain, binary, \(label)",
-                value: "\(Int(rate)) rows/s (\(rows) rows in \(String(format: "%.2f", span)) s; \(String(format: "%.2f", wall.seconds)) s with start-up)",
+                value:
+                    "\(Int(rate)) rows/s (\(rows) rows in \(String(format: "%.2f", span)) s; \(String(format: "%.2f", wall.seconds)) s with start-up)",
                 target: daemons == 1 ? "≥ 50,000 / s" : "higher than one, no row sent twice",
                 met: daemons == 1 ? rate >= target : nil
             ),
@@ -148,7 +150,14 @@ final class Bench: Sendable {
             ),
         ]
         if daemons == 1 {
-            figures.append(Figure(name: "  push daemon peak RSS while draining", value: "\(peakRSS / 1024) MB", target: "≤ 100 MB", met: peakRSS / 1024 <= 100))
+            figures.append(
+                Figure(
+                    name: "  push daemon peak RSS while draining",
+                    value: "\(peakRSS / 1024) MB",
+                    target: "≤ 100 MB",
+                    met: peakRSS / 1024 <= 100
+                )
+            )
         }
         return figures
     }
@@ -216,14 +225,18 @@ final class Bench: Sendable {
 
     private func scalar(_ sql: String) async throws -> Int64 {
         try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
-            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Int64.self) { return value }
+            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Int64.self) {
+                return value
+            }
             return 0
         }
     }
 
     private func double(_ sql: String) async throws -> Double {
         try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
-            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Double.self) { return value }
+            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Double.self) {
+                return value
+            }
             return 0
         }
     }

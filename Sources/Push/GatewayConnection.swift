@@ -31,19 +31,27 @@ public struct GatewayConnector: Sendable {
         let isAddress = (try? SocketAddress(ipAddress: endpoint.host, port: endpoint.port)) != nil
         let serverHostname = isAddress ? nil : endpoint.host
         let tls = self.tls
-        let (channel, handshake) = try await ClientBootstrap(group: group)
-            .connectTimeout(TimeAmount(timeout))
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .connect(host: endpoint.host, port: endpoint.port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let handshake = channel.eventLoop.makePromise(of: Void.self)
-                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
-                    try channel.pipeline.syncOperations.addHandler(HandshakeHandler(promise: handshake))
-                    try channel.pipeline.syncOperations.addHandler(AlarmHandler(alarm: alarm))
-                    let asyncChannel = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                    return (asyncChannel, handshake.futureResult)
+        let connected: (NIOAsyncChannel<ByteBuffer, ByteBuffer>, EventLoopFuture<Void>)
+        do {
+            connected = try await ClientBootstrap(group: group)
+                .connectTimeout(TimeAmount(timeout))
+                .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+                .connect(host: endpoint.host, port: endpoint.port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let handshake = channel.eventLoop.makePromise(of: Void.self)
+                        try channel.pipeline.syncOperations.addHandler(
+                            try NIOSSLClientHandler(context: tls, serverHostname: serverHostname)
+                        )
+                        try channel.pipeline.syncOperations.addHandler(HandshakeHandler(promise: handshake))
+                        try channel.pipeline.syncOperations.addHandler(AlarmHandler(alarm: alarm))
+                        let asyncChannel = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                        return (asyncChannel, handshake.futureResult)
+                    }
                 }
-            }
+        } catch {
+            throw GatewayError(endpoint: endpoint, reason: Self.describe(error))
+        }
+        let (channel, handshake) = connected
         do {
             try await withDeadline(timeout) { try await handshake.get() }
         } catch {
@@ -53,7 +61,8 @@ public struct GatewayConnector: Sendable {
         return (channel, alarm)
     }
 
-    static func describe(_ error: any Error) -> String {
+    /// A readable reason for a connection or TLS failure (refused client certificates are named as such).
+    public static func describe(_ error: any Error) -> String {
         if let error = error as? NIOSSLError, case .handshakeFailed(let reason) = error {
             return "TLS handshake failed (is the certificate valid for this gateway and signed by the right CA?): \(reason)"
         }
@@ -67,6 +76,8 @@ public struct GatewayConnector: Sendable {
             return "the gateway refused the client certificate (\(alert.replacingOccurrences(of: "ALERT_", with: "")))"
         }
         if error is DeadlineExceeded { return "TLS handshake timed out" }
+        if let error = error as? ChannelError, case .connectTimeout = error { return "connection timed out" }
+        if "\(error)".contains("Connection refused") { return "connection refused" }
         return "\(error)"
     }
 }
@@ -105,6 +116,12 @@ final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
         promise?.fail(ChannelError.eof)
         promise = nil
         context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // The connection never came up (refused, timed out): the pipeline goes without channelInactive.
+        promise?.fail(ChannelError.ioOnClosedChannel)
+        promise = nil
     }
 }
 

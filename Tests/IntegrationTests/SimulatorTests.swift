@@ -225,7 +225,9 @@ import Testing
             #expect(simulator.state.counters.accepted == 0)
             try await Task.sleep(for: .milliseconds(1600))
             let state = simulator.state
-            _ = try await TLSTestClient.exchange(port: ports.gateway, tls: try Self.provider, send: Self.frames(1...2)) { state.counters.accepted == 2 }
+            _ = try await TLSTestClient.exchange(port: ports.gateway, tls: try Self.provider, send: Self.frames(1...2)) {
+                state.counters.accepted == 2
+            }
         }
     }
 

@@ -1,0 +1,83 @@
+import Logging
+import NIOSSL
+import PostgresNIO
+import Push
+import Shared
+
+/// One run of the feedback job (the tutorial's `feedback.php`): read the feedback service, delete the users Apple
+/// reported gone (unless they registered again since), handle the push daemon's invalid-token reports, summarise.
+public struct FeedbackJob: Sendable {
+    let configuration: Configuration
+    let tls: NIOSSLContext
+    let timeout: Duration
+    let logger: Logger
+
+    public init(configuration: Configuration, tls: NIOSSLContext, timeout: Duration = .seconds(60), logger: Logger) {
+        self.configuration = configuration
+        self.tls = tls
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    public func run() async throws -> FeedbackReport {
+        let client = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-feedback", logger: logger)
+        return try await withThrowingTaskGroup(of: FeedbackReport?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await process(FeedbackStore(client: client, logger: logger))
+        }
+    }
+
+    private func process(_ store: FeedbackStore) async throws -> FeedbackReport {
+        do {
+            let url = configuration.databaseURL
+            let logger = self.logger
+            try await withDeadline(.seconds(10)) {
+                try await Database.withConnection(url: url, applicationName: "pushchat-feedback", logger: logger) { connection in
+                    try await connection.query("SELECT 1", logger: logger)
+                }
+            }
+        } catch {
+            throw FeedbackError(
+                reason: "cannot reach the database \(configuration.databaseURL): \(Self.describe(error)); the feedback service was not read"
+            )
+        }
+        var report = FeedbackReport()
+        let service = FeedbackServiceClient(
+            connector: GatewayConnector(endpoint: configuration.apns.feedback, tls: tls, timeout: .seconds(10)),
+            timeout: timeout
+        )
+        logger.info("Connecting to \(configuration.apns.feedback)")
+        let (tuples, truncated): ([FeedbackTuple], Int)
+        do {
+            (tuples, truncated) = try await service.readAll()
+        } catch let error as FeedbackError {
+            throw error
+        } catch {
+            throw FeedbackError(reason: "\(error)")
+        }
+        report.tuplesRead = tuples.count
+        report.truncatedBytes = truncated
+        if truncated > 0 {
+            logger.warning("The feedback service closed in the middle of a tuple: \(truncated) bytes ignored")
+        }
+        for tuple in tuples {
+            logger.debug("Feedback: token \(tuple.tokenHex) gone since \(tuple.timestamp)")
+        }
+        do {
+            (report.deletedByFeedback, report.keptByFeedback) = try await store.apply(tuples)
+            (report.invalidTokensProcessed, report.deletedByInvalidTokens, report.keptByInvalidTokens) =
+                try await store.applyInvalidTokens()
+        } catch {
+            throw FeedbackError(reason: "database error while deleting users: \(Self.describe(error))")
+        }
+        return report
+    }
+
+    static func describe(_ error: any Error) -> String {
+        error is DeadlineExceeded ? "no answer within 10 s" : DatabaseError.describe(error)
+    }
+}

@@ -1,0 +1,36 @@
+/// What one run of the feedback job did: the one-line summary operators see in cron mail and the log.
+public struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
+    /// Tuples read from the feedback service.
+    public var tuplesRead = 0
+    /// Bytes at the end of the stream that did not make a whole tuple (the service closed mid-tuple).
+    public var truncatedBytes = 0
+    /// Users deleted because of the feedback service.
+    public var deletedByFeedback = 0
+    /// Users kept although the feedback service named their token: they registered it again afterwards.
+    public var keptByFeedback = 0
+    /// Reports of invalid tokens recorded by the push daemon (binary status 8, HTTP/2 410/400) handled in this run.
+    public var invalidTokensProcessed = 0
+    public var deletedByInvalidTokens = 0
+    public var keptByInvalidTokens = 0
+
+    public init() {}
+
+    public var usersDeleted: Int { deletedByFeedback + deletedByInvalidTokens }
+    public var usersKept: Int { keptByFeedback + keptByInvalidTokens }
+
+    public var description: String {
+        var text = "Feedback: \(tuplesRead) tuples read, \(usersDeleted) users deleted, \(usersKept) kept because re-registered"
+        text += " (feedback service: \(deletedByFeedback) deleted, \(keptByFeedback) kept;"
+        text +=
+            " invalid tokens from the push daemon: \(invalidTokensProcessed) processed, \(deletedByInvalidTokens) deleted, \(keptByInvalidTokens) kept)"
+        if truncatedBytes > 0 { text += "; ignored a truncated last tuple (\(truncatedBytes) bytes)" }
+        return text
+    }
+}
+
+/// Why a run failed; the job exits non-zero with this one line.
+public struct FeedbackError: Error, CustomStringConvertible {
+    public let reason: String
+    public init(reason: String) { self.reason = reason }
+    public var description: String { reason }
+}

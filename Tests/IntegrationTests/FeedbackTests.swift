@@ -1,0 +1,190 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import Feedback
+@testable import Push
+@testable import Shared
+@testable import Simulator
+
+/// The feedback job against the simulator's feedback service and a real PostgreSQL.
+@Suite struct FeedbackTests {
+    static let dayAgo = Date().addingTimeInterval(-86_400)
+
+    /// Users 1…n, each with token n, registered `registeredAgo` seconds ago.
+    static func addUsers(_ harness: PushHarness, _ numbers: [Int], registeredAgo seconds: Int) async throws {
+        try await TestDatabase.withConnection(harness.url) { connection in
+            for n in numbers {
+                try await connection.query(
+                    """
+                    INSERT INTO active_users (udid, device_token, nickname, secret_code, token_updated_at)
+                    VALUES (\(Device.udid(n)), \(PushHarness.token(n)), \("user \(n)"), 'room', now() - make_interval(secs => \(Double(seconds))))
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+        }
+    }
+
+    static func tuple(_ n: Int, at date: Date) -> FeedbackTuple {
+        FeedbackTuple(timestamp: UInt32(date.timeIntervalSince1970), token: DeviceToken.bytes(hex: PushHarness.token(n))!)
+    }
+
+    static func users(_ harness: PushHarness) async throws -> String {
+        try await TestDatabase.scalar(
+            harness.url,
+            "SELECT coalesce(string_agg(nickname, ',' ORDER BY nickname), '') FROM active_users",
+            as: String.self
+        )
+    }
+
+    static func job(_ harness: PushHarness, configuration: Configuration? = nil, timeout: Duration = .seconds(5)) throws -> FeedbackJob {
+        let configuration = configuration ?? harness.configuration()
+        let tls = try GatewayTLS.clientContext(identity: try configuration.apns.loadIdentity(), caFile: configuration.apns.caFile)
+        return FeedbackJob(configuration: configuration, tls: tls, timeout: timeout, logger: TestDatabase.logger)
+    }
+
+    @Test func deletesOnlyUsersWhoDidNotRegisterAgainAndIsIdempotent() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, [1, 2], registeredAgo: 2 * 86_400)  // before the report: deleted
+            try await Self.addUsers(harness, [3], registeredAgo: 60)  // registered again after the report: kept
+            try await Self.addUsers(harness, [4], registeredAgo: 2 * 86_400)  // not reported: kept
+            harness.simulator.state.setFeedback([
+                Self.tuple(1, at: Self.dayAgo), Self.tuple(2, at: Self.dayAgo), Self.tuple(3, at: Self.dayAgo),
+            ])
+            let report = try await Self.job(harness).run()
+            #expect(report.tuplesRead == 3)
+            #expect(report.deletedByFeedback == 2)
+            #expect(report.keptByFeedback == 1)
+            #expect(report.description.hasPrefix("Feedback: 3 tuples read, 2 users deleted, 1 kept because re-registered"))
+            #expect(try await Self.users(harness) == "user 3,user 4")
+
+            // Apple has cleared its list; and even the same tuples again change nothing.
+            let second = try await Self.job(harness).run()
+            #expect(second.tuplesRead == 0 && second.usersDeleted == 0)
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo), Self.tuple(3, at: Self.dayAgo)])
+            let third = try await Self.job(harness).run()
+            #expect(third.usersDeleted == 0)
+            #expect(third.keptByFeedback == 1)
+            #expect(try await Self.users(harness) == "user 3,user 4")
+        }
+    }
+
+    @Test func processesThePushDaemonsInvalidTokensOnce() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, [1], registeredAgo: 7200)
+            try await Self.addUsers(harness, [2], registeredAgo: 60)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO invalid_tokens (device_token, reported_at, source) VALUES
+                        (\(PushHarness.token(1)), now() - interval '1 hour', 'binary status 8'),
+                        (\(PushHarness.token(2)), now() - interval '1 hour', 'binary status 8')
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            let report = try await Self.job(harness).run()
+            #expect(report.invalidTokensProcessed == 2)
+            #expect(report.deletedByInvalidTokens == 1)
+            #expect(report.keptByInvalidTokens == 1)
+            #expect(try await Self.users(harness) == "user 2")
+            #expect(
+                try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM invalid_tokens WHERE processed_at IS NULL", as: Int64.self)
+                    == 0
+            )
+            let again = try await Self.job(harness).run()
+            #expect(again.invalidTokensProcessed == 0)
+        }
+    }
+
+    @Test func manyTuplesAreHandledInBatches() async throws {
+        try await PushHarness.run { harness in
+            let count = FeedbackStore.batchSize + 2500
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO active_users (udid, device_token, nickname, secret_code, token_updated_at)
+                    SELECT lpad(to_hex(g), 40, '0'), lpad(to_hex(g), 64, '0'), 'user ' || g, 'room', now() - interval '2 days'
+                    FROM generate_series(1, \(count + 10)) g
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            harness.simulator.state.setFeedback((1...count).map { Self.tuple($0, at: Self.dayAgo) })
+            let report = try await Self.job(harness).run()
+            #expect(report.tuplesRead == count)
+            #expect(report.deletedByFeedback == count)
+            #expect(try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM active_users", as: Int64.self) == 10)
+        }
+    }
+
+    @Test func aTruncatedLastTupleIsIgnoredAndTheRestApplied() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, [1, 2], registeredAgo: 2 * 86_400)
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo)], fault: .truncated)
+            let report = try await Self.job(harness).run()
+            #expect(report.tuplesRead == 1)
+            #expect(report.truncatedBytes > 0)
+            #expect(report.description.contains("truncated"))
+            #expect(try await Self.users(harness) == "user 2")
+        }
+    }
+
+    @Test func garbageFromTheServiceDeletesNothing() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, [1], registeredAgo: 2 * 86_400)
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo)], fault: .garbage)
+            let error = await #expect(throws: FeedbackError.self) { try await Self.job(harness).run() }
+            #expect(error?.description.contains("not feedback tuples") == true)
+            #expect(try await Self.users(harness) == "user 1")
+        }
+    }
+
+    @Test func aServiceThatNeverClosesTimesOut() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, [1], registeredAgo: 2 * 86_400)
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo)], fault: .hang)
+            let start = ContinuousClock.now
+            let error = await #expect(throws: FeedbackError.self) { try await Self.job(harness, timeout: .seconds(1)).run() }
+            #expect(ContinuousClock.now - start < .seconds(10))
+            #expect(error?.description.contains("did not close") == true)
+            #expect(try await Self.users(harness) == "user 1")
+        }
+    }
+
+    @Test func anUnreachableDatabaseStopsBeforeReadingTheService() async throws {
+        try await PushHarness.run { harness in
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo)])
+            let unreachable = try DatabaseURL(parsing: "postgres://u@127.0.0.1:1/none?sslmode=disable")
+            let error = await #expect(throws: FeedbackError.self) {
+                try await Self.job(harness, configuration: harness.configuration(url: unreachable)).run()
+            }
+            #expect(error?.description.contains("cannot reach the database") == true)
+            #expect(harness.simulator.state.counters.feedbackConnections == 0, "Apple's list is not consumed for nothing")
+        }
+    }
+
+    @Test func theExecutableExitsNonZeroWithOneLineWhenTheServiceIsUnreachableOrRefusesTheCertificate() async throws {
+        try await PushHarness.run { harness in
+            var environment = harness.environment(harness.configuration())
+            environment["PUSHCHAT_APNS_FEEDBACK"] = "127.0.0.1:1"
+            let unreachable = try Executable(name: "pushchat-feedback").run(["development"], environment: environment)
+            #expect(unreachable.status == 1)
+            #expect(unreachable.standardError.hasPrefix("pushchat-feedback: cannot connect to 127.0.0.1:1"))
+
+            environment["PUSHCHAT_APNS_FEEDBACK"] = "127.0.0.1:\(harness.ports.feedback)"
+            environment["PUSHCHAT_APNS_CERTIFICATE"] = TestCertificates.path("other-ck.pem")
+            let refused = try Executable(name: "pushchat-feedback").run(["development"], environment: environment)
+            #expect(refused.status == 1)
+            #expect(refused.standardError.contains("certificate"))
+
+            try await Self.addUsers(harness, [1], registeredAgo: 2 * 86_400)
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo)])
+            environment["PUSHCHAT_APNS_CERTIFICATE"] = TestCertificates.path("ck.pem")
+            let success = try Executable(name: "pushchat-feedback").run(["development"], environment: environment)
+            #expect(success.status == 0, "\(success.standardError)")
+            #expect(success.standardOutput.contains("Feedback: 1 tuples read, 1 users deleted, 0 kept because re-registered"))
+        }
+    }
+}

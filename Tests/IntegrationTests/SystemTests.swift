@@ -1,0 +1,157 @@
+import Foundation
+import NIOCore
+import Testing
+
+@testable import Shared
+
+/// The whole system as `scripts/run.sh` starts it: the simulator, API, push daemon and feedback job as separate
+/// processes on one database, driven over HTTP like the app.
+@Suite struct SystemTests {
+    final class Processes: Sendable {
+        let list: [Process]
+        init(_ list: [Process]) { self.list = list }
+        func stop() {
+            for process in list where process.isRunning { process.terminate() }
+            for process in list { process.waitUntilExit() }
+        }
+    }
+
+    static func launch(_ name: String, _ arguments: [String], environment: [String: String], output: String) throws -> Process {
+        let process = Process()
+        process.executableURL = Executable(name: name).url
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") }.merging(environment) { $1 }
+        FileManager.default.createFile(atPath: output, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return process
+    }
+
+    static func freePort() throws -> Int {
+        let channel = try ServerBootstrapPort.bindEphemeral()
+        return channel
+    }
+
+    static func post(port: Int, _ form: String) async throws -> String {
+        let request =
+            "POST /api.php HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            + "Content-Length: \(form.utf8.count)\r\nConnection: close\r\n\r\n\(form)"
+        return String(buffer: try await TLSTestClient.exchange(port: port, tls: nil, send: ByteBuffer(string: request)))
+    }
+
+    @Test func joinJoinMessageArrivesAtTheSimulatorThenFeedbackPrunes() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let directory = NSTemporaryDirectory() + "pushchat-system-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let gateway = try Self.freePort()
+            let feedback = try Self.freePort()
+            let api = try Self.freePort()
+            let record = directory + "/notifications.jsonl"
+            let feedbackFile = directory + "/feedback.txt"
+            let bobToken = String(repeating: "cd", count: 32)
+            try "\(bobToken) \(Int(Date().timeIntervalSince1970) + 5)\n".write(toFile: feedbackFile, atomically: true, encoding: .utf8)
+            let environment = [
+                "PUSHCHAT_DATABASE_URL": url.connectionString,
+                "PUSHCHAT_API_HOST": "127.0.0.1",
+                "PUSHCHAT_API_PORT": "\(api)",
+                "PUSHCHAT_APNS_GATEWAY": "127.0.0.1:\(gateway)",
+                "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(feedback)",
+                "PUSHCHAT_APNS_CERTIFICATE": TestCertificates.path("ck.pem"),
+                "PUSHCHAT_APNS_PASSPHRASE": TestCertificates.passphrase,
+                "PUSHCHAT_APNS_CA_FILE": TestCertificates.path("ca.pem"),
+                "PUSHCHAT_LOG_FILE": "-",
+                "PUSHCHAT_PUSH_SETTLE": "0.2",
+            ]
+            let processes = Processes([
+                try Self.launch(
+                    "pushchat-apns-sim",
+                    [
+                        "--certs", TestCertificates.directory, "--gateway-port", "\(gateway)", "--feedback-port", "\(feedback)",
+                        "--no-status", "--record", record, "--feedback", feedbackFile,
+                    ],
+                    environment: [:],
+                    output: directory + "/sim.log"
+                ),
+                try Self.launch("pushchat-api", ["serve", "development"], environment: environment, output: directory + "/api.log"),
+                try Self.launch("pushchat-push", ["development"], environment: environment, output: directory + "/push.log"),
+            ])
+            defer { processes.stop() }
+            try await Self.waitForPort(api)
+            let udid1 = String(repeating: "1", count: 40)
+            let udid2 = String(repeating: "2", count: 40)
+            let annToken = String(repeating: "ab", count: 32)
+            for form in [
+                "cmd=join&udid=\(udid1)&token=\(annToken)&name=Ann&code=demo",
+                "cmd=join&udid=\(udid2)&token=\(bobToken)&name=Bob&code=demo",
+                "cmd=message&udid=\(udid1)&text=Hello+Bob%21",
+            ] {
+                let response = try await Self.post(port: api, form)
+                #expect(response.hasPrefix("HTTP/1.1 200"), "\(response)")
+            }
+            let deadline = ContinuousClock.now + .seconds(20)
+            var lines: [String] = []
+            while ContinuousClock.now < deadline {
+                lines = ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+                if !lines.isEmpty { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(lines.count == 1)
+            let arrived = try #require(try JSONSerialization.jsonObject(with: Data((lines.first ?? "{}").utf8)) as? [String: Any])
+            #expect(arrived["token"] as? String == bobToken)
+            #expect(arrived["payload"] as? String == #"{"aps":{"alert":"Ann: Hello Bob!","sound":"default"}}"#)
+            // The row is stamped sent.
+            try await Self.eventually {
+                try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL", as: Int64.self) == 1
+            }
+
+            // Apple reports Bob's app gone (after he registered): the feedback job removes him.
+            let job = try Executable(name: "pushchat-feedback").run(["development"], environment: environment)
+            #expect(job.status == 0, "\(job.standardError)")
+            #expect(job.standardOutput.contains("Feedback: 1 tuples read, 1 users deleted, 0 kept because re-registered"))
+            let left = try await TestDatabase.scalar(url, "SELECT string_agg(nickname, ',') FROM active_users", as: String.self)
+            #expect(left == "Ann")
+        }
+    }
+
+    static func waitForPort(_ port: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if (try? await TLSTestClient.get(port: port, path: "/")) != nil { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("nothing answered on port \(port)")
+    }
+
+    static func eventually(_ condition: @Sendable () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("condition not met within 10 s")
+    }
+}
+
+/// A port the kernel hands out as free (bound, then released).
+enum ServerBootstrapPort {
+    static func bindEphemeral() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard bound else { throw SimulatorTestError.noPort }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+enum SimulatorTestError: Error { case noPort }
