@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 
 pg_ensure_installed
 echo "==> building in release mode (swift build -c release --scratch-path .build-release)"
-swift build -c release --scratch-path .build-release --product pushchat-push
-swift build -c release --scratch-path .build-release --product pushchat-bench
+for product in pushchat-push pushchat-api pushchat-feedback pushchat-bench; do
+    swift build -c release --scratch-path .build-release --product "$product"
+done
 bin=$(swift build -c release --scratch-path .build-release --show-bin-path)
 
 export PUSHCHAT_DEV_PASSPHRASE=${PUSHCHAT_DEV_PASSPHRASE:-pushchat}

@@ -14,12 +14,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-api") {
-            let configuration = try options.configuration()
-            let logger = try LogSetup.bootstrap(
-                label: "pushchat-api",
-                level: configuration.logLevel,
-                file: configuration.logFilePath(process: "api")
-            )
+            let (configuration, logger) = try options.start(process: "api", label: "pushchat-api")
             logger.info(
                 "API server starting (\(configuration.mode.rawValue) mode)",
                 metadata: ["db.url": "\(configuration.databaseURL)"]

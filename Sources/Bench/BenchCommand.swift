@@ -22,8 +22,12 @@ struct BenchCommand: AsyncParsableCommand {
     var certs: String
     @Option(help: "Passphrase of ck.pem.")
     var passphrase = "pushchat"
-    @Option(help: "Rows drained per run.")
-    var rows = 200_000
+    @Option(help: "Rows drained per run (the memory figure uses this many pending rows).")
+    var rows = 1_000_000
+    @Option(help: "Seconds of load per API figure.")
+    var apiSeconds = 5
+    @Option(help: "Concurrent clients for the API figures.")
+    var clients = 32
     @Option(help: "Idle-latency samples.")
     var samples = 300
 
@@ -34,9 +38,17 @@ struct BenchCommand: AsyncParsableCommand {
         let bench = try await Bench.prepare(server: server, certs: certs, passphrase: passphrase, binDir: binDir, logger: logger)
         var results: [Bench.Figure] = []
         do {
+            let tls = try GatewayTLS.clientContext(
+                identity: try ClientIdentity.load(path: certs + "/ck.pem", passphrase: passphrase),
+                caFile: certs + "/ca.pem"
+            )
+            results += try await bench.simulatorDecodeRate(frames: 500_000, tls: tls)
             results += try await bench.drain(rows: rows, daemons: 1)
             results += try await bench.drain(rows: rows, daemons: 2)
             results += try await bench.idleLatency(samples: samples)
+            results += try await bench.apiThroughput(seconds: apiSeconds, connections: clients)
+            results += try await bench.fanOut(members: 10_000)
+            results += try await bench.feedback(tuples: 100_000)
         } catch {
             await bench.finish()
             throw error

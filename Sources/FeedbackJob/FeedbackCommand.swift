@@ -1,7 +1,6 @@
 import ArgumentParser
 import Feedback
 import Logging
-import NIOSSL
 import Shared
 
 /// `pushchat-feedback [development|production]`: the cron-run pruning job (the tutorial's `feedback.php`).
@@ -19,19 +18,8 @@ struct FeedbackCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-feedback") {
-            let configuration = try options.configuration()
-            let logger = try LogSetup.bootstrap(
-                label: "pushchat-feedback",
-                level: configuration.logLevel,
-                file: configuration.logFilePath(process: "feedback")
-            )
-            let tls: NIOSSLContext
-            do {
-                tls = try GatewayTLS.clientContext(identity: try configuration.apns.loadIdentity(), caFile: configuration.apns.caFile)
-            } catch let error as CertificateError {
-                ProcessFailure.printError("pushchat-feedback", error.description)
-                throw ExitCode(78)
-            }
+            let (configuration, logger) = try options.start(process: "feedback", label: "pushchat-feedback")
+            let tls = try configuration.apns.clientTLSContext()
             let job = FeedbackJob(configuration: configuration, tls: tls, timeout: .milliseconds(Int64(timeout * 1000)), logger: logger)
             do {
                 let report = try await job.run()

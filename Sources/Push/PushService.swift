@@ -67,7 +67,6 @@ public final class PushService: Service, Sendable {
                             var workerLogger = logger
                             if settings.connections > 1 { workerLogger[metadataKey: "push.connection"] = "\(index + 1)" }
                             let worker = Worker(
-                                index: index,
                                 settings: settings,
                                 pollInterval: configuration.pollInterval,
                                 encoder: encoder,

@@ -8,7 +8,6 @@ import Shared
 /// one TLS write, settle what stayed unanswered, and on an error response or a drop settle the window and carry the
 /// rest to the next connection. Reconnects forever with backoff; stops cleanly at graceful shutdown.
 struct Worker: Sendable {
-    let index: Int
     let settings: PushSettings
     let pollInterval: Duration
     let encoder: BinaryEncoder

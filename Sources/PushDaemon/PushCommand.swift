@@ -1,6 +1,5 @@
 import ArgumentParser
 import Logging
-import NIOSSL
 import Push
 import ServiceLifecycle
 import Shared
@@ -17,21 +16,8 @@ struct PushCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-push") {
-            let configuration = try options.configuration()
-            let logger = try LogSetup.bootstrap(
-                label: "pushchat-push",
-                level: configuration.logLevel,
-                file: configuration.logFilePath(process: "push")
-            )
-            let tls: NIOSSLContext
-            do {
-                let identity = try configuration.apns.loadIdentity()
-                tls = try GatewayTLS.clientContext(identity: identity, caFile: configuration.apns.caFile)
-            } catch let error as CertificateError {
-                logger.critical("\(error)")
-                ProcessFailure.printError("pushchat-push", error.description)
-                throw ExitCode(78)
-            }
+            let (configuration, logger) = try options.start(process: "push", label: "pushchat-push")
+            let tls = try configuration.apns.clientTLSContext()
             let service = PushService(configuration: configuration, tls: tls, logger: logger)
             let group = ServiceGroup(
                 configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

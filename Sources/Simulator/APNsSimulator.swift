@@ -46,7 +46,8 @@ public final class APNsSimulator: Service, Sendable {
     static func serverContext(_ configuration: SimulatorConfiguration) throws -> NIOSSLContext {
         do {
             let chain = try NIOSSLCertificate.fromPEMFile(configuration.serverCertificate).map { NIOSSLCertificateSource.certificate($0) }
-            var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .file(configuration.serverKey))
+            let key = try NIOSSLPrivateKey(file: configuration.serverKey, format: .pem)
+            var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
             tls.minimumTLSVersion = .tlsv12
             tls.certificateVerification = .noHostnameVerification
             tls.trustRoots = .file(configuration.clientCA)

@@ -48,8 +48,9 @@ final class FeedbackHandler: ChannelInboundHandler {
             buffer.writeBytes(Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))
         }
         logger.debug("Serving \(tuples.count) feedback tuples (fault: \(fault.rawValue))")
+        let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in
-            if fault != .hang { context.close(promise: nil) }
+            if fault != .hang { channel.close(promise: nil) }
         }
     }
 }

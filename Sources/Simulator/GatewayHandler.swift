@@ -104,7 +104,8 @@ final class GatewayHandler: ChannelInboundHandler {
         var response = context.channel.allocator.buffer(capacity: BinaryErrorResponse.size)
         BinaryErrorResponse(status: status, identifier: identifier).write(into: &response)
         logger.debug("Error response \(status) for \(identifier)", metadata: ["sim.connection": "\(connection)"])
-        context.writeAndFlush(wrapOutboundOut(response)).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(response)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     private func closeAbruptly(context: ChannelHandlerContext) {

@@ -40,7 +40,7 @@ import Testing
 
     static func job(_ harness: PushHarness, configuration: Configuration? = nil, timeout: Duration = .seconds(5)) throws -> FeedbackJob {
         let configuration = configuration ?? harness.configuration()
-        let tls = try GatewayTLS.clientContext(identity: try configuration.apns.loadIdentity(), caFile: configuration.apns.caFile)
+        let tls = try configuration.apns.clientTLSContext()
         return FeedbackJob(configuration: configuration, tls: tls, timeout: timeout, logger: TestDatabase.logger)
     }
 

@@ -21,7 +21,7 @@ import Testing
         process.executableURL = Executable(name: name).url
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") }.merging(environment) { $1 }
-        FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardOutput = handle
         process.standardError = handle

@@ -1,3 +1,5 @@
+import NIOSSL
+
 /// Where and how the push daemon and the feedback job reach APNs (or the local simulator).
 public struct APNsSettings: Sendable {
     /// The binary gateway. Default: Apple's sandbox in development, production otherwise.
@@ -50,9 +52,14 @@ public struct APNsSettings: Sendable {
         return certificate
     }
 
-    /// Loads the client identity and builds the TLS context once.
+    /// Loads the client identity.
     public func loadIdentity() throws -> ClientIdentity {
         try ClientIdentity.load(path: requireCertificate(), passphrase: passphrase?.value)
+    }
+
+    /// The TLS context for APNs connections, built once per process: the identity, trusting `caFile` too.
+    public func clientTLSContext() throws -> NIOSSLContext {
+        try GatewayTLS.clientContext(identity: loadIdentity(), caFile: caFile)
     }
 
     private static func invalidEndpoint(_ key: ConfigurationKey, _ source: ConfigurationSource, _ text: String) -> ConfigurationError {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 
 /// The arguments every PushChat executable takes: the tutorial's positional mode and `--config`.
 public struct ProcessOptions: ParsableArguments, Sendable {
@@ -10,6 +11,14 @@ public struct ProcessOptions: ParsableArguments, Sendable {
     public var config: String?
 
     public init() {}
+
+    /// The configuration and a logger writing to standard output and the process's log file
+    /// (`log/<process>_<mode>.log` unless configured): what every executable does first.
+    public func start(process: String, label: String) throws(ConfigurationError) -> (Configuration, Logger) {
+        let configuration = try configuration()
+        let logger = try LogSetup.bootstrap(label: label, level: configuration.logLevel, file: configuration.logFilePath(process: process))
+        return (configuration, logger)
+    }
 
     /// The resolved configuration; a bad setting throws an error naming its key.
     public func configuration(
@@ -29,6 +38,9 @@ public enum ProcessFailure {
         } catch let error as ConfigurationError {
             printError(program, error.description)
             throw ExitCode(78)  // EX_CONFIG
+        } catch let error as CertificateError {
+            printError(program, error.description)
+            throw ExitCode(78)
         } catch let error as DatabaseError {
             printError(program, error.description)
             throw ExitCode(1)

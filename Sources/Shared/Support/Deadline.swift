@@ -5,6 +5,7 @@ public struct DeadlineExceeded: Error, CustomStringConvertible {
 }
 
 /// Runs `body`, cancelling it and throwing ``DeadlineExceeded`` if it takes longer than `limit`.
+@discardableResult
 public func withDeadline<T: Sendable>(
     _ limit: Duration,
     _ body: @escaping @Sendable () async throws -> T

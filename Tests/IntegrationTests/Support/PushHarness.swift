@@ -71,8 +71,7 @@ struct PushHarness: Sendable {
     ) async throws -> T {
         var services: [any Service] = []
         for (index, configuration) in configurations.enumerated() {
-            let identity = try configuration.apns.loadIdentity()
-            let tls = try GatewayTLS.clientContext(identity: identity, caFile: configuration.apns.caFile)
+            let tls = try configuration.apns.clientTLSContext()
             services.append(
                 PushService(configuration: configuration, tls: tls, logger: TestDatabase.logger, instance: "test-daemon-\(index + 1)")
             )

@@ -36,8 +36,22 @@ enum TestDatabase {
     static func withFreshDatabase<T: Sendable>(_ body: (DatabaseURL) async throws -> T) async throws -> T {
         let server = try serverURL()
         let template = try await TemplateDatabase.shared.name(server: server)
-        let name = "pushchat_test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
-        try await admin(server, "CREATE DATABASE \(name) TEMPLATE \(template)")
+        return try await withNewDatabase(prefix: "pushchat_test", template: template, body)
+    }
+
+    /// An empty database (no schema), for migration tests.
+    static func withEmptyDatabase<T: Sendable>(_ body: (DatabaseURL) async throws -> T) async throws -> T {
+        try await withNewDatabase(prefix: "pushchat_empty", template: nil, body)
+    }
+
+    private static func withNewDatabase<T: Sendable>(
+        prefix: String,
+        template: String?,
+        _ body: (DatabaseURL) async throws -> T
+    ) async throws -> T {
+        let server = try serverURL()
+        let name = "\(prefix)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
+        try await admin(server, "CREATE DATABASE \(name)" + (template.map { " TEMPLATE \($0)" } ?? ""))
         do {
             let result = try await body(server.with(database: name))
             try await admin(server, "DROP DATABASE \(name) WITH (FORCE)")
@@ -49,23 +63,9 @@ enum TestDatabase {
     }
 
     /// Runs `body` on one connection to `url`.
+    @discardableResult
     static func withConnection<T: Sendable>(_ url: DatabaseURL, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await Database.withConnection(url: url, applicationName: "pushchat-tests", logger: logger, body)
-    }
-
-    /// An empty database (no schema), for migration tests.
-    static func withEmptyDatabase<T: Sendable>(_ body: (DatabaseURL) async throws -> T) async throws -> T {
-        let server = try serverURL()
-        let name = "pushchat_empty_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
-        try await admin(server, "CREATE DATABASE \(name)")
-        do {
-            let result = try await body(server.with(database: name))
-            try await admin(server, "DROP DATABASE \(name) WITH (FORCE)")
-            return result
-        } catch {
-            try? await admin(server, "DROP DATABASE \(name) WITH (FORCE)")
-            throw error
-        }
     }
 
     static func admin(_ server: DatabaseURL, _ sql: String) async throws {
