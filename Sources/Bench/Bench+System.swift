@@ -14,6 +14,7 @@ import Glibc
 extension Bench {
     /// Frames per second the simulator decodes from one TLS connection (it must never be the bottleneck).
     func simulatorDecodeRate(frames: Int, tls: NIOSSLContext) async throws -> [Figure] {
+        progress("simulatorDecodeRate")
         let connector = GatewayConnector(endpoint: Endpoint(host: "127.0.0.1", port: ports.gateway), tls: tls)
         let (channel, _) = try await connector.connect()
         let payload = Array(#"{"aps":{"alert":"Ann: a benchmark message","sound":"default"}}"#.utf8)
@@ -44,6 +45,7 @@ extension Bench {
 
     /// The API under concurrent load: `join` with a new udid each request, and `message` into a 10-member room.
     func apiThroughput(seconds: Int, connections: Int) async throws -> [Figure] {
+        progress("apiThroughput")
         try await query("TRUNCATE active_users, push_queue, messages")
         let port = try Self.freePort()
         let api = try startProcess(
@@ -90,6 +92,7 @@ extension Bench {
 
     /// One `message` into a 10,000-member room, through the API: the request's time, all rows queued.
     func fanOut(members: Int) async throws -> [Figure] {
+        progress("fanOut")
         try await query("TRUNCATE active_users, push_queue, messages")
         try await query(
             """
@@ -133,6 +136,7 @@ extension Bench {
 
     /// The feedback job reading `tuples` tuples and pruning as many users.
     func feedback(tuples: Int) async throws -> [Figure] {
+        progress("feedback")
         try await query("TRUNCATE active_users, push_queue, messages, invalid_tokens")
         try await query(
             """

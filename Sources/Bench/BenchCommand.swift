@@ -22,12 +22,16 @@ struct BenchCommand: AsyncParsableCommand {
     var certs: String
     @Option(help: "Passphrase of ck.pem.")
     var passphrase = "pushchat"
-    @Option(help: "Rows drained per run (the memory figure uses this many pending rows).")
-    var rows = 1_000_000
+    @Option(help: "Rows drained per drain figure.")
+    var rows = 300_000
+    @Option(help: "Pending rows for the memory figure.")
+    var memoryRows = 1_000_000
     @Option(help: "Seconds of load per API figure.")
     var apiSeconds = 5
     @Option(help: "Concurrent clients for the API figures.")
     var clients = 32
+    @Option(help: "Only these figure groups, comma-separated: simulator, drain, memory, latency, api, fanout, feedback.")
+    var only: String?
     @Option(help: "Idle-latency samples.")
     var samples = 300
 
@@ -42,16 +46,23 @@ struct BenchCommand: AsyncParsableCommand {
                 identity: try ClientIdentity.load(path: certs + "/ck.pem", passphrase: passphrase),
                 caFile: certs + "/ca.pem"
             )
-            results += try await bench.simulatorDecodeRate(frames: 500_000, tls: tls)
-            results += try await bench.drain(rows: rows, daemons: 1)
-            results += try await bench.drain(rows: rows, daemons: 2)
-            results += try await bench.idleLatency(samples: samples)
-            results += try await bench.apiThroughput(seconds: apiSeconds, connections: clients)
-            results += try await bench.fanOut(members: 10_000)
-            results += try await bench.feedback(tuples: 100_000)
+            let groups = Set((only ?? "simulator,drain,memory,latency,api,fanout,feedback").split(separator: ",").map(String.init))
+            if groups.contains("simulator") { results += try await bench.simulatorDecodeRate(frames: 500_000, tls: tls) }
+            if groups.contains("drain") {
+                results += try await bench.drain(rows: rows, daemons: 1)
+                results += try await bench.drain(rows: rows, daemons: 2)
+            }
+            if groups.contains("memory") {
+                results += try await bench.drain(rows: memoryRows, daemons: 1, memoryOnly: true)
+            }
+            if groups.contains("latency") { results += try await bench.idleLatency(samples: samples) }
+            if groups.contains("api") { results += try await bench.apiThroughput(seconds: apiSeconds, connections: clients) }
+            if groups.contains("fanout") { results += try await bench.fanOut(members: 10_000) }
+            if groups.contains("feedback") { results += try await bench.feedback(tuples: 100_000) }
         } catch {
             await bench.finish()
-            throw error
+            print("pushchat-bench: \(DatabaseError.describe(error))")
+            throw ExitCode(1)
         }
         await bench.finish()
         Bench.printTable(results)

@@ -107,6 +107,30 @@ import Testing
         }
     }
 
+    @Test func aSenderWhoJoinedBeforeAlertNamesExistedIsFilledInAndQueued() async throws {
+        try await APIHarness.run { api in
+            try await TestDatabase.withConnection(api.url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO active_users (udid, device_token, nickname, secret_code) VALUES
+                        (\(Device.udid(1)), \(Device.token(1)), 'Zoë "Z"', 'room'), (\(Device.udid(2)), \(Device.token(2)), 'Bob', 'room')
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            let response = try await api.post(["cmd": "message", "udid": Device.udid(1), "text": "hi"])
+            #expect(response.status == .ok)
+            let payload = try await TestDatabase.scalar(api.url, "SELECT payload FROM push_queue", as: String.self)
+            #expect(payload == PushPayload.chat(name: #"Zoë "Z""#, text: "hi"))
+            let alertName = try await TestDatabase.scalar(
+                api.url,
+                "SELECT alert_name FROM active_users WHERE nickname = 'Bob' OR alert_name IS NOT NULL ORDER BY udid LIMIT 1",
+                as: String.self
+            )
+            #expect(alertName == #"Zoë \"Z\""#)
+        }
+    }
+
     @Test func messageFromADeviceInNoRoomWritesNothing() async throws {
         try await APIHarness.run { api in
             let before = try await api.snapshot()

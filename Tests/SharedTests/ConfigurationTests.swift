@@ -179,3 +179,13 @@ import Testing
         #expect(throws: ConfigurationError.self) { try DatabaseURL(parsing: text) }
     }
 }
+
+@Suite struct LineLogHandlerTests {
+    @Test func timestampIsISO8601WithMilliseconds() throws {
+        let stamp = LineLogHandler.timestamp()
+        #expect(stamp.count == 24)
+        #expect(stamp.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/) != nil)
+        let parsed = try Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(stamp)
+        #expect(abs(parsed.timeIntervalSinceNow) < 5)
+    }
+}

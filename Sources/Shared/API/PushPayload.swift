@@ -12,11 +12,26 @@ public enum PushPayload {
     /// The binary interface's limit for commands 0 and 1, which every chat payload respects.
     public static let maximumPayloadBytes = 256
 
+    /// What comes before the escaped alert text.
+    public static let prefix = #"{"aps":{"alert":""#
+    /// What comes after it.
+    public static let suffix = #"","sound":"default"}}"#
+
     /// The notification payload for `text` sent by `name`.
     public static func chat(name: String, text: String) -> String {
-        let alert = escaped(name, limit: maximumNameBytes) + ": " + escaped(text, limit: maximumTextBytes)
-        return #"{"aps":{"alert":""# + alert + #"","sound":"default"}}"#
+        chat(alertName: alertName(name), alertText: alertText(text))
     }
+
+    /// The payload from the already escaped and cut parts: ``prefix`` + name + `": "` + text + ``suffix``.
+    public static func chat(alertName: String, alertText: String) -> String {
+        prefix + alertName + ": " + alertText + suffix
+    }
+
+    /// The sender's name as it appears in the payload: escaped, at most 20 bytes.
+    public static func alertName(_ name: String) -> String { escaped(name, limit: maximumNameBytes) }
+
+    /// The message text as it appears in the payload: escaped, at most 190 bytes.
+    public static func alertText(_ text: String) -> String { escaped(text, limit: maximumTextBytes) }
 
     /// `text` as the inside of a JSON string, cut at a character boundary to at most `limit` bytes.
     public static func escaped(_ text: String, limit: Int) -> String {

@@ -33,17 +33,8 @@ public struct ChatStore: Sendable {
 
     /// Registers the device in a room, replacing any earlier registration of the same udid.
     public func join(udid: String, token: String, name: String, code: String, ipAddress: String?) async throws {
-        try await client.query(
-            """
-            INSERT INTO active_users AS u (udid, device_token, nickname, secret_code, ip_address)
-            VALUES (\(udid), \(token), \(name), \(code), \(ipAddress)::inet)
-            ON CONFLICT (udid) DO UPDATE SET
-                device_token = EXCLUDED.device_token, nickname = EXCLUDED.nickname,
-                secret_code = EXCLUDED.secret_code, ip_address = EXCLUDED.ip_address,
-                joined_at = now(), token_updated_at = now()
-            """,
-            logger: logger
-        )
+        let statement = ChatStatements.Join(udid: udid, token: token, name: name, code: code, ipAddress: ipAddress)
+        for try await _ in try await client.execute(statement, logger: logger) {}
     }
 
     /// Removes the device; returns whether it was registered.
@@ -66,35 +57,20 @@ public struct ChatStore: Sendable {
     /// Stores the message and queues one notification per other member of the sender's room that has a token
     /// (each token once, never the sender's), in one statement.
     public func message(udid: String, text: String) async throws -> MessageResult {
-        let senderRows = try await client.query(
-            "SELECT nickname, secret_code, device_token FROM active_users WHERE udid = \(udid)",
-            logger: logger
-        )
-        var sender: (name: String, code: String, token: String)?
-        for try await row in senderRows.decode((String, String, String).self) {
-            sender = row
-        }
-        guard let sender else { return MessageResult(messageID: nil, queued: 0) }
-        let payload = PushPayload.chat(name: sender.name, text: text)
-        let rows = try await client.query(
-            """
-            WITH stored AS (
-                INSERT INTO messages (secret_code, sender_udid, sender_name, text)
-                VALUES (\(sender.code), \(udid), \(sender.name), \(text))
-                RETURNING id
-            ), queued AS (
-                INSERT INTO push_queue (device_token, payload)
-                SELECT DISTINCT device_token, \(payload) FROM active_users
-                WHERE secret_code = \(sender.code) AND udid <> \(udid)
-                    AND device_token <> '0' AND device_token <> \(sender.token)
-                RETURNING 1
+        for _ in 0..<2 {
+            let rows = try await client.execute(ChatStatements.Message(udid: udid, text: text), logger: logger)
+            var result = MessageResult(messageID: nil, queued: 0)
+            var legacyName: String?
+            for try await (id, queued, name) in rows {
+                result = MessageResult(messageID: id, queued: Int(queued))
+                legacyName = name
+            }
+            guard let legacyName else { return result }
+            // Joined before `alert_name` existed: fill it in once, then queue.
+            try await client.query(
+                "UPDATE active_users SET alert_name = \(PushPayload.alertName(legacyName)) WHERE udid = \(udid) AND alert_name IS NULL",
+                logger: logger
             )
-            SELECT (SELECT id FROM stored), (SELECT count(*) FROM queued)
-            """,
-            logger: logger
-        )
-        for try await (id, queued) in rows.decode((Int64, Int64).self) {
-            return MessageResult(messageID: id, queued: Int(queued))
         }
         return MessageResult(messageID: nil, queued: 0)
     }

@@ -52,28 +52,67 @@ public struct LineLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var all = metadata
-        if let provided = metadataProvider?.get() { all.merge(provided) { $1 } }
-        if let extra = event.metadata { all.merge(extra) { $1 } }
-        var line = Self.timestamp() + " " + event.level.rawValue + " " + label + ": " + event.message.description
-        for (key, value) in all.sorted(by: { $0.key < $1.key }) {
-            line += " \(key)=\(value)"
+        var line = Self.timestamp()
+        line += " "
+        line += event.level.rawValue
+        line += " "
+        line += label
+        line += ": "
+        line += event.message.description
+        if metadataProvider == nil && (event.metadata?.isEmpty ?? true) {
+            append(metadata, to: &line)
+        } else {
+            var all = metadata
+            if let provided = metadataProvider?.get() { all.merge(provided) { $1 } }
+            if let extra = event.metadata { all.merge(extra) { $1 } }
+            append(all, to: &line)
         }
-        sink.write(line + "\n")
+        line += "\n"
+        sink.write(line)
     }
 
-    /// ISO 8601 UTC with milliseconds, without Foundation's formatter cost.
+    private func append(_ metadata: Logger.Metadata, to line: inout String) {
+        guard !metadata.isEmpty else { return }
+        for (key, value) in metadata.count == 1 ? Array(metadata) : metadata.sorted(by: { $0.key < $1.key }) {
+            line += " "
+            line += key
+            line += "="
+            line += value.description
+        }
+    }
+
+    /// ISO 8601 UTC with milliseconds (`2026-11-21T09:40:00.123Z`), written digit by digit: this runs for every
+    /// log line, including the access log.
     static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var seconds = now.tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
+        let milliseconds = Int(now.tv_nsec / 1_000_000)
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            func put(_ value: Int, _ width: Int, at offset: Int) {
+                var value = value
+                for index in stride(from: offset + width - 1, through: offset, by: -1) {
+                    buffer[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            put(Int(parts.tm_year) + 1900, 4, at: 0)
+            buffer[4] = UInt8(ascii: "-")
+            put(Int(parts.tm_mon) + 1, 2, at: 5)
+            buffer[7] = UInt8(ascii: "-")
+            put(Int(parts.tm_mday), 2, at: 8)
+            buffer[10] = UInt8(ascii: "T")
+            put(Int(parts.tm_hour), 2, at: 11)
+            buffer[13] = UInt8(ascii: ":")
+            put(Int(parts.tm_min), 2, at: 14)
+            buffer[16] = UInt8(ascii: ":")
+            put(Int(parts.tm_sec), 2, at: 17)
+            buffer[19] = UInt8(ascii: ".")
+            put(milliseconds, 3, at: 20)
+            buffer[23] = UInt8(ascii: "Z")
+            return 24
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(now.tv_nsec / 1_000_000), 3))Z"
     }
 }
