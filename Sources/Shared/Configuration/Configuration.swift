@@ -110,10 +110,10 @@ public struct Configuration: Sendable {
         return logFile.isEmpty || logFile == "-" ? nil : logFile
     }
 
-    /// Parses `5`, `0.5`, `5s`, `500ms` or `2m`.
+    /// Parses `5`, `0.5`, `5s`, `500ms`, `2m`, `3h` or `7d`.
     public static func parseDuration(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let units: [(suffix: String, scale: Double)] = [("ms", 0.001), ("s", 1), ("m", 60)]
+        let units: [(suffix: String, scale: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
         for unit in units where trimmed.hasSuffix(unit.suffix) {
             guard let number = Double(trimmed.dropLast(unit.suffix.count)), number.isFinite else { return nil }
             return .milliseconds(Int64((number * unit.scale * 1000).rounded()))

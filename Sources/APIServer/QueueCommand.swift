@@ -1,0 +1,113 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Shared
+
+/// `pushchat-api queue stats|retry-failed|prune`: queue administration for operators and cron.
+struct QueueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue",
+        abstract: "Inspect and maintain push_queue.",
+        subcommands: [Stats.self, RetryFailed.self, Prune.self]
+    )
+
+    /// Runs `body` with one database connection, reporting errors as one line.
+    static func withAdmin(_ options: ProcessOptions, program: String, _ body: (QueueAdmin) async throws -> Void) async throws {
+        try await ProcessFailure.report(program: program) {
+            let configuration = try options.configuration()
+            var logger = Logger(label: "pushchat-api")
+            logger.logLevel = .error
+            try await Database.withConnection(url: configuration.databaseURL, applicationName: "pushchat-admin", logger: logger) {
+                connection in
+                do {
+                    try await body(QueueAdmin(connection: connection, logger: logger))
+                } catch let error as DatabaseError {
+                    throw error
+                } catch {
+                    throw DatabaseError(context: program, underlying: error)
+                }
+            }
+        }
+    }
+
+    struct Stats: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pending, in flight, oldest pending, sent in the last hour, failed by reason."
+        )
+        @OptionGroup var options: ProcessOptions
+
+        func run() async throws {
+            try await QueueCommand.withAdmin(options, program: "pushchat-api queue stats") { admin in
+                let stats = try await admin.stats()
+                let oldest = stats.oldestPending.map { "\($0.formatted(.iso8601)) (\(Int(-$0.timeIntervalSinceNow)) s ago)" } ?? "-"
+                print("pending:         \(stats.pending) (\(stats.inFlight) in flight)")
+                print("oldest pending:  \(oldest)")
+                print("sent last hour:  \(stats.sentLastHour)")
+                print("failed:          \(stats.failedByReason.reduce(0) { $0 + $1.count })")
+                for failure in stats.failedByReason {
+                    print("  \(failure.count)\tstatus \(failure.status)\t\(failure.reason)")
+                }
+            }
+        }
+    }
+
+    struct RetryFailed: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "retry-failed",
+            abstract: "Put failed notifications back in the queue."
+        )
+        @OptionGroup var options: ProcessOptions
+        @Option(help: "Only rows whose last_status is this (e.g. 8, 1, invalid).")
+        var reason: String?
+
+        func run() async throws {
+            try await QueueCommand.withAdmin(options, program: "pushchat-api queue retry-failed") { admin in
+                print("\(try await admin.retryFailed(status: reason)) notifications back in the queue")
+            }
+        }
+    }
+
+    struct Prune: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete sent and failed rows older than the retention, in batches.")
+        @OptionGroup var options: ProcessOptions
+        @Option(name: .customLong("older-than"), help: "Retention, e.g. 7d, 12h, 3600.")
+        var olderThan: String
+
+        func validate() throws {
+            guard let age = Configuration.parseDuration(olderThan), age > .zero else {
+                throw ValidationError("--older-than: expected a positive duration such as 7d, 12h or 3600, got '\(olderThan)'")
+            }
+        }
+
+        func run() async throws {
+            let age = Configuration.parseDuration(olderThan) ?? .seconds(7 * 86_400)
+            try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
+                print("\(try await admin.prune(olderThan: age)) rows older than \(olderThan) deleted")
+            }
+        }
+    }
+}
+
+/// `pushchat-api push TOKEN MESSAGE`: queue a test notification, as the tutorial's `push_test.php` did.
+struct TestPushCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "push", abstract: "Queue a test notification for a device token.")
+    @Argument(help: "The device token: 64 hex digits.")
+    var token: String
+    @Argument(help: "The alert text.")
+    var message: String
+    @OptionGroup var options: ProcessOptions
+
+    func validate() throws {
+        guard token.utf8.count == 64, DeviceToken.bytes(hex: token) != nil else {
+            throw ValidationError("TOKEN: expected 64 hex digits")
+        }
+        guard !message.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("MESSAGE: must not be empty") }
+    }
+
+    func run() async throws {
+        try await QueueCommand.withAdmin(options, program: "pushchat-api push") { admin in
+            let id = try await admin.queueTest(token: token.lowercased(), message: message)
+            print("queued message \(id)")
+        }
+    }
+}
