@@ -19,6 +19,8 @@ struct APIController: Sendable {
         router.post("/api.php") { request, context in try await handle(request, context: context) }
         router.post("/api") { request, context in try await handle(request, context: context) }
         router.get("/test/database") { _, _ in try await databaseCheck() }
+        router.get("/healthz") { _, _ in Self.plain(.ok, "ok") }
+        router.get("/readyz") { _, _ in try await readiness() }
     }
 
     func handle(_ request: Request, context: APIRequestContext) async throws -> Response {
@@ -96,6 +98,28 @@ struct APIController: Sendable {
         } catch {
             return databaseFailure(error, doing: "database check")
         }
+    }
+
+    /// Ready when the database answers within 2 seconds; 503 otherwise (for load balancers and systemd checks).
+    func readiness() async throws -> Response {
+        let store = self.store
+        do {
+            _ = try await withDeadline(.seconds(2)) { try await store.userCount() }
+            return Self.plain(.ok, "ready")
+        } catch {
+            logger.warning(
+                "Not ready: the database does not answer (\(error is DeadlineExceeded ? "timeout" : DatabaseError.describe(error)))"
+            )
+            return Self.plain(.serviceUnavailable, "database unreachable")
+        }
+    }
+
+    static func plain(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "text/plain; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: text + "\n"))
+        )
     }
 
     /// 503 when the database did not answer in time, 500 when it failed; details only in development mode.

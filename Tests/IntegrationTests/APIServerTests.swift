@@ -283,6 +283,22 @@ import Testing
         }
     }
 
+    @Test func healthAndReadiness() async throws {
+        try await APIHarness.run { api in
+            #expect(try await api.get("/healthz").text == "ok\n")
+            let ready = try await api.get("/readyz")
+            #expect(ready.status == .ok)
+            #expect(ready.text == "ready\n")
+        }
+        let unreachable = try DatabaseURL(parsing: "postgres://nobody@127.0.0.1:1/none?sslmode=disable")
+        try await APIHarness.run(configuration: APIHarness.configuration(url: unreachable, mode: .production)) { api in
+            #expect(try await api.get("/healthz").status == .ok, "the process is alive")
+            let ready = try await api.get("/readyz")
+            #expect(ready.status == .serviceUnavailable)
+            #expect(ready.text == "database unreachable\n")
+        }
+    }
+
     @Test func databaseFailuresAnswer5xxWithoutDetailsInProduction() async throws {
         // Nothing listens on port 1: every query fails to connect.
         let unreachable = try DatabaseURL(parsing: "postgres://nobody:secretpw@127.0.0.1:1/none?sslmode=disable")

@@ -17,6 +17,8 @@ public struct Configuration: Sendable {
     public var logFile: String?
     /// The lowest level logged. Default `info`.
     public var logLevel: Logger.Level
+    /// Human-readable lines (`text`, the default) or one JSON object per line (`json`).
+    public var logFormat: LogFormat = .text
     /// How often the push daemon polls the queue besides waking on NOTIFY. Default 5 seconds.
     public var pollInterval: Duration
     /// The folder holding the numbered `*.sql` migrations. Default `migrations` (relative to the working directory).
@@ -80,6 +82,12 @@ public struct Configuration: Sendable {
                 throw Self.invalid(.logLevel, source, "expected one of \(names), got '\(level)'")
             }
             logLevel = value
+        }
+        if let format = source.value(.logFormat) {
+            guard let value = LogFormat(rawValue: format.lowercased()) else {
+                throw Self.invalid(.logFormat, source, "expected text or json, got '\(format)'")
+            }
+            logFormat = value
         }
         if let interval = source.value(.pollInterval) {
             guard let value = Self.parseDuration(interval), value > .zero else {

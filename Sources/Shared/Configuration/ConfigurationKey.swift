@@ -7,6 +7,7 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case apiPort = "api_port"
     case logFile = "log_file"
     case logLevel = "log_level"
+    case logFormat = "log_format"
     case pollInterval = "poll_interval"
     case migrationsDirectory = "migrations_dir"
     case apnsGateway = "apns_gateway"

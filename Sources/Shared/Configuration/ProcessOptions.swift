@@ -16,7 +16,12 @@ public struct ProcessOptions: ParsableArguments, Sendable {
     /// (`log/<process>_<mode>.log` unless configured): what every executable does first.
     public func start(process: String, label: String) throws(ConfigurationError) -> (Configuration, Logger) {
         let configuration = try configuration()
-        let logger = try LogSetup.bootstrap(label: label, level: configuration.logLevel, file: configuration.logFilePath(process: process))
+        let logger = try LogSetup.bootstrap(
+            label: label,
+            level: configuration.logLevel,
+            file: configuration.logFilePath(process: process),
+            format: configuration.logFormat
+        )
         return (configuration, logger)
     }
 

@@ -36,14 +36,16 @@ public struct LineLogHandler: LogHandler {
 
     let label: String
     let sink: Sink
+    let format: LogFormat
     public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
 
-    init(label: String, sink: Sink, level: Logger.Level) {
+    init(label: String, sink: Sink, level: Logger.Level, format: LogFormat = .text) {
         self.label = label
         self.sink = sink
         self.logLevel = level
+        self.format = format
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -52,6 +54,23 @@ public struct LineLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        sink.write(format == .json ? jsonLine(event) : textLine(event))
+    }
+
+    /// One JSON object; metadata keys become fields (the fixed fields win on a clash).
+    func jsonLine(_ event: LogEvent) -> String {
+        var all = metadata
+        if let provided = metadataProvider?.get() { all.merge(provided) { $1 } }
+        if let extra = event.metadata { all.merge(extra) { $1 } }
+        var line = #"{"time":""# + Self.timestamp() + #"","level":""# + event.level.rawValue + #"","label":"#
+        line += JSONText.quoted(label) + #","message":"# + JSONText.quoted(event.message.description)
+        for (key, value) in all.sorted(by: { $0.key < $1.key }) where !["time", "level", "label", "message"].contains(key) {
+            line += "," + JSONText.quoted(key) + ":" + JSONText.quoted(value.description)
+        }
+        return line + "}\n"
+    }
+
+    func textLine(_ event: LogEvent) -> String {
         var line = Self.timestamp()
         line += " "
         line += event.level.rawValue
@@ -68,7 +87,7 @@ public struct LineLogHandler: LogHandler {
             append(all, to: &line)
         }
         line += "\n"
-        sink.write(line)
+        return line
     }
 
     private func append(_ metadata: Logger.Metadata, to line: inout String) {

@@ -8,7 +8,12 @@ import Glibc
 /// Process-wide logging: standard output plus the configured log file, at the configured level.
 public enum LogSetup {
     /// Opens the log file (creating its folder) and bootstraps swift-log. Call once, from an executable.
-    public static func bootstrap(label: String, level: Logger.Level, file: String?) throws(ConfigurationError) -> Logger {
+    public static func bootstrap(
+        label: String,
+        level: Logger.Level,
+        file: String?,
+        format: LogFormat = .text
+    ) throws(ConfigurationError) -> Logger {
         var descriptors: [Int32] = [STDOUT_FILENO]
         if let file {
             let directory = (file as NSString).deletingLastPathComponent
@@ -26,9 +31,17 @@ public enum LogSetup {
             descriptors.append(descriptor)
         }
         let sink = LineLogHandler.Sink(descriptors: descriptors)
-        LoggingSystem.bootstrap { label in LineLogHandler(label: label, sink: sink, level: level) }
+        LoggingSystem.bootstrap { label in LineLogHandler(label: label, sink: sink, level: level, format: format) }
         var logger = Logger(label: label)
         logger.logLevel = level
         return logger
     }
+}
+
+/// How log lines look.
+public enum LogFormat: String, Sendable {
+    /// `2026-11-21T09:40:00.123Z info pushchat-push: Connection OK key=value`
+    case text
+    /// `{"time":"2026-11-21T09:40:00.123Z","level":"info","label":"pushchat-push","message":"Connection OK","key":"value"}`
+    case json
 }
