@@ -21,6 +21,9 @@ enum APIApplication {
         let controller = APIController(
             store: ChatStore(client: postgres, logger: logger),
             mode: configuration.mode,
+            limits: configuration.limits,
+            perIP: RateLimiter(rate: configuration.limits.ratePerIP, burst: configuration.limits.burstPerIP),
+            perUDID: RateLimiter(rate: configuration.limits.ratePerUDID, burst: configuration.limits.burstPerUDID),
             databaseTimeout: databaseTimeout,
             logger: logger
         )

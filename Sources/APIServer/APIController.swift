@@ -11,6 +11,9 @@ struct APIController: Sendable {
 
     let store: ChatStore
     let mode: Mode
+    let limits: APILimits
+    let perIP: RateLimiter
+    let perUDID: RateLimiter
     /// How long a request may wait for the database before it is answered with 503.
     let databaseTimeout: Duration
     let logger: Logger
@@ -24,6 +27,9 @@ struct APIController: Sendable {
     }
 
     func handle(_ request: Request, context: APIRequestContext) async throws -> Response {
+        if let wait = perIP.take(context.remoteAddress?.ipAddress ?? "unknown") {
+            return Self.tooManyRequests(wait)
+        }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > APIApplication.bodyLimit {
             return Self.error(.contentTooLarge, "Request body too large")
         }
@@ -47,21 +53,26 @@ struct APIController: Sendable {
             context.logger.debug("Refused request", metadata: ["api.error": "\(error)"])
             return Self.error(.badRequest, error.description)
         }
+        if let wait = perUDID.take(command.udid) {
+            return Self.tooManyRequests(wait)
+        }
         do {
             let store = self.store
             let address = context.remoteAddress?.ipAddress
+            let maxRoomSize = limits.maxRoomSize
             return try await withDeadline(databaseTimeout) {
-                try await Self.perform(command, store: store, clientAddress: address)
+                try await Self.perform(command, store: store, clientAddress: address, maxRoomSize: maxRoomSize)
             }
         } catch {
             return databaseFailure(error, doing: command.command)
         }
     }
 
-    static func perform(_ command: APIRequest, store: ChatStore, clientAddress: String?) async throws -> Response {
+    static func perform(_ command: APIRequest, store: ChatStore, clientAddress: String?, maxRoomSize: Int) async throws -> Response {
         switch command {
         case .join(let udid, let token, let name, let code):
-            try await store.join(udid: udid, token: token, name: name, code: code, ipAddress: clientAddress)
+            guard try await store.join(udid: udid, token: token, name: name, code: code, ipAddress: clientAddress, maxRoomSize: maxRoomSize)
+            else { return error(.forbidden, "Room is full") }
         case .leave(let udid):
             try await store.leave(udid: udid)
         case .update(let udid, let token):
@@ -131,6 +142,14 @@ struct APIController: Sendable {
             timedOut ? .serviceUnavailable : .internalServerError,
             mode == .development ? "Database error: \(detail)" : "Database error"
         )
+    }
+
+    /// 429 with `Retry-After` (whole seconds, at least 1).
+    static func tooManyRequests(_ wait: Duration) -> Response {
+        var response = error(.tooManyRequests, "Too many requests")
+        let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
+        response.headers[.retryAfter] = "\(seconds)"
+        return response
     }
 
     /// An error reply: the reason in `X-Error-Description` (as the tutorial's API did) and in the body.

@@ -51,7 +51,9 @@ extension Bench {
         let api = try startProcess(
             "pushchat-api",
             ["serve", "production"],
-            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": "info"]
+            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": "info"].merging(Self.noLimits) {
+                $1
+            }
         )
         defer {
             api.terminate()
@@ -105,7 +107,9 @@ extension Bench {
         let api = try startProcess(
             "pushchat-api",
             ["serve", "production"],
-            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": "warning"]
+            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": "warning"].merging(
+                Self.noLimits
+            ) { $1 }
         )
         defer {
             api.terminate()
@@ -167,6 +171,9 @@ extension Bench {
     }
 
     // MARK: Helpers
+
+    /// The load comes from one address and few devices: the abuse limits would measure themselves.
+    static let noLimits = ["PUSHCHAT_API_RATE_PER_IP": "0", "PUSHCHAT_API_RATE_PER_UDID": "0", "PUSHCHAT_API_MAX_ROOM_SIZE": "0"]
 
     func startProcess(_ name: String, _ arguments: [String], extra: [String: String] = [:]) throws -> Process {
         let process = Process()

@@ -32,6 +32,13 @@ public enum APIRequest: Sendable, Equatable {
         }
     }
 
+    /// The device the request is from.
+    public var udid: String {
+        switch self {
+        case .join(let udid, _, _, _), .leave(let udid), .update(let udid, _), .message(let udid, _), .fetch(let udid, _): udid
+        }
+    }
+
     /// Validates a submitted form.
     public init(fields: FormFields) throws(APIRequestError) {
         let command = fields["cmd"].map { String(decoding: FormValue.trimmed($0), as: UTF8.self) }

@@ -23,6 +23,8 @@ public struct Configuration: Sendable {
     public var pollInterval: Duration
     /// The folder holding the numbered `*.sql` migrations. Default `migrations` (relative to the working directory).
     public var migrationsDirectory: String
+    /// Abuse limits of the API.
+    public var limits = APILimits()
     /// How to reach APNs (or the simulator).
     public var apns: APNsSettings
     /// How the push daemon drains the queue.
@@ -101,6 +103,7 @@ public struct Configuration: Sendable {
         }
         apns = try APNsSettings(source: source)
         push = try PushSettings(source: source)
+        limits = try APILimits(source: source)
     }
 
     /// Loads the configuration for `mode` from `path` (or the default file) and `environment`.

@@ -7,32 +7,38 @@ enum ChatStatements {
     struct Join: PostgresPreparedStatement {
         static let sql = """
             INSERT INTO active_users AS u (udid, device_token, nickname, alert_name, secret_code, ip_address)
-            VALUES ($1, $2, $3, $4, $5, $6::inet)
+            SELECT $1, $2, $3, $4, $5, $6::inet
+            WHERE $7 = 0 OR (SELECT count(*) FROM active_users WHERE secret_code = $5 AND udid <> $1) < $7
             ON CONFLICT (udid) DO UPDATE SET
                 device_token = EXCLUDED.device_token, nickname = EXCLUDED.nickname, alert_name = EXCLUDED.alert_name,
                 secret_code = EXCLUDED.secret_code, ip_address = EXCLUDED.ip_address,
                 joined_at = now(), token_updated_at = now()
+            RETURNING 1
             """
-        typealias Row = Void
+        /// A row when the device joined; none when the room is full.
+        typealias Row = Int32
 
         let udid: String
         let token: String
         let name: String
         let code: String
         let ipAddress: String?
+        /// Most devices in the room, 0 for no limit.
+        let maxRoomSize: Int
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 6)
+            var bindings = PostgresBindings(capacity: 7)
             bindings.append(udid)
             bindings.append(token)
             bindings.append(name)
             bindings.append(PushPayload.alertName(name))
             bindings.append(code)
             if let ipAddress { bindings.append(ipAddress) } else { bindings.appendNull() }
+            bindings.append(Int64(maxRoomSize))
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws {}
+        func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
     }
 
     /// `message`: store it and queue the payload for every other member with a token, in one statement.

@@ -32,9 +32,21 @@ public struct ChatStore: Sendable {
     }
 
     /// Registers the device in a room, replacing any earlier registration of the same udid.
-    public func join(udid: String, token: String, name: String, code: String, ipAddress: String?) async throws {
-        let statement = ChatStatements.Join(udid: udid, token: token, name: name, code: code, ipAddress: ipAddress)
-        for try await _ in try await client.execute(statement, logger: logger) {}
+    /// Returns false, writing nothing, when the room already holds `maxRoomSize` other devices (0: no limit).
+    @discardableResult
+    public func join(udid: String, token: String, name: String, code: String, ipAddress: String?, maxRoomSize: Int = 0) async throws -> Bool
+    {
+        let statement = ChatStatements.Join(
+            udid: udid,
+            token: token,
+            name: name,
+            code: code,
+            ipAddress: ipAddress,
+            maxRoomSize: maxRoomSize
+        )
+        var joined = false
+        for try await _ in try await client.execute(statement, logger: logger) { joined = true }
+        return joined
     }
 
     /// Removes the device; returns whether it was registered.

@@ -15,8 +15,11 @@ struct APIHarness: Sendable {
     let client: any TestClientProtocol
     let url: DatabaseURL
 
+    /// The API on a loopback port, without abuse limits (tests send bursts; the limits have their own tests).
     static func configuration(url: DatabaseURL, mode: Mode = .development) -> Configuration {
-        Configuration(mode: mode, databaseURL: url, apiHost: "127.0.0.1", apiPort: 0)
+        var configuration = Configuration(mode: mode, databaseURL: url, apiHost: "127.0.0.1", apiPort: 0)
+        configuration.limits = .unlimited
+        return configuration
     }
 
     /// Runs `body` against an API server on a fresh database.
@@ -48,6 +51,18 @@ struct APIHarness: Sendable {
         var headers: HTTPFields = [:]
         if let contentType { headers[.contentType] = contentType }
         return try await client.executeRequest(uri: path, method: .post, headers: headers, body: body)
+    }
+
+    /// POSTs on a new connection of its own (for concurrent bursts); the status code.
+    func postAlone(_ form: String) async throws -> (status: Int, retryAfter: String?) {
+        let request =
+            "POST /api.php HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            + "Content-Length: \(form.utf8.count)\r\nConnection: close\r\n\r\n\(form)"
+        let response = String(buffer: try await TLSTestClient.exchange(port: client.port!, tls: nil, send: ByteBuffer(string: request)))
+        let status = Int(response.split(separator: " ").dropFirst().first ?? "") ?? 0
+        let retryAfter = response.split(separator: "\r\n").first { $0.lowercased().hasPrefix("retry-after:") }
+            .map { $0.dropFirst("retry-after:".count).trimmingCharacters(in: .whitespaces) }
+        return (status, retryAfter)
     }
 
     func get(_ path: String) async throws -> TestResponse {

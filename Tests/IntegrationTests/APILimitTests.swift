@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+@testable import APIServer
+@testable import Shared
+
+/// The API's abuse limits under concurrent load.
+@Suite struct APILimitTests {
+    static func run(_ limits: APILimits, _ body: @escaping @Sendable (APIHarness) async throws -> Void) async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            var configuration = APIHarness.configuration(url: url)
+            configuration.limits = limits
+            try await APIHarness.run(configuration: configuration, body)
+        }
+    }
+
+    @Test func aBurstFromOneAddressIsCutAtTheBurstSize() async throws {
+        var limits = APILimits.unlimited
+        limits.ratePerIP = 1
+        limits.burstPerIP = 10
+        try await Self.run(limits) { api in
+            let results = try await withThrowingTaskGroup(of: (status: Int, retryAfter: String?).self) { group in
+                for n in 1...40 {
+                    group.addTask { try await api.postAlone("cmd=join&udid=\(Device.udid(n))&token=0&name=n\(n)&code=room") }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let accepted = results.filter { $0.status == 200 }.count
+            let refused = results.filter { $0.status == 429 }
+            #expect(accepted >= 10 && accepted <= 12, "the burst of 10, plus what refilled at 1/s during the test")
+            #expect(refused.count == 40 - accepted)
+            #expect(refused.allSatisfy { Int($0.retryAfter ?? "") ?? 0 >= 1 })
+            #expect(try await api.count("active_users") == Int64(accepted), "refused requests write nothing")
+        }
+    }
+
+    @Test func oneDeviceIsLimitedOnItsOwn() async throws {
+        var limits = APILimits.unlimited
+        limits.ratePerUDID = 0.5
+        limits.burstPerUDID = 2
+        try await Self.run(limits) { api in
+            try await api.post(["cmd": "join", "udid": Device.udid(1), "token": Device.token(1), "name": "Ann", "code": "room"])
+            try await api.post(["cmd": "join", "udid": Device.udid(2), "token": Device.token(2), "name": "Bob", "code": "room"])
+            var statuses: [Int] = []
+            for _ in 0..<4 {
+                statuses.append(Int(try await api.post(["cmd": "message", "udid": Device.udid(1), "text": "spam"]).status.code))
+            }
+            #expect(statuses == [200, 429, 429, 429], "join took one of Ann's two tokens")
+            let other = try await api.post(["cmd": "message", "udid": Device.udid(2), "text": "hello"])
+            #expect(other.status == .ok, "another device is not affected")
+            #expect(try await api.count("push_queue") == 2)
+        }
+    }
+
+    @Test func aFullRoomRefusesNewMembers() async throws {
+        var limits = APILimits.unlimited
+        limits.maxRoomSize = 2
+        try await Self.run(limits) { api in
+            for n in 1...2 {
+                let response = try await api.post(["cmd": "join", "udid": Device.udid(n), "token": "0", "name": "n\(n)", "code": "small"])
+                #expect(response.status == .ok)
+            }
+            let third = try await api.post(["cmd": "join", "udid": Device.udid(3), "token": "0", "name": "n3", "code": "small"])
+            #expect(third.status == .forbidden)
+            #expect(third.errorDescription == "Room is full")
+            let again = try await api.post(["cmd": "join", "udid": Device.udid(2), "token": Device.token(2), "name": "n2", "code": "small"])
+            #expect(again.status == .ok, "a member joining again is not a new member")
+            let elsewhere = try await api.post(["cmd": "join", "udid": Device.udid(3), "token": "0", "name": "n3", "code": "other"])
+            #expect(elsewhere.status == .ok)
+            #expect(try await api.count("active_users") == 3)
+        }
+    }
+}
