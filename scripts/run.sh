@@ -90,6 +90,8 @@ echo "==> starting the API server (log: log/api_development.log)"
 "$bin/pushchat-api" serve development &
 children+=($!)
 
+push_status=$(port_or_free "${PUSHCHAT_PUSH_STATUS_PORT:-44448}")
+export PUSHCHAT_PUSH_STATUS_PORT=$push_status
 echo "==> starting the push daemon (log: log/push_development.log)"
 "$bin/pushchat-push" development &
 children+=($!)
@@ -118,6 +120,7 @@ PushChat Server is running (development mode).
   Database check $api/test/database
   Arrived        http://127.0.0.1:$status_port/  (the APNs simulator: counters and the last notifications)
                  log/apns-sim-notifications.jsonl (every notification the simulator accepted)
+  Metrics        $api/metrics   http://127.0.0.1:$push_status/metrics (push daemon; also /readyz)
   psql           psql '$PUSHCHAT_DATABASE_URL'
                  SELECT * FROM active_users;  SELECT message_id, device_token, payload, time_sent FROM push_queue;
   Logs           log/api_development.log  log/push_development.log  log/feedback_development.log

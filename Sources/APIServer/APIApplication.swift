@@ -6,13 +6,11 @@ import Shared
 
 /// Builds the API server from a configuration, so tests can run exactly what `pushchat-api serve` runs.
 enum APIApplication {
-    /// Largest request body accepted; larger bodies get 413.
-    static let bodyLimit = 64 * 1024
-
     static func build(
         configuration: Configuration,
         logger: Logger,
         databaseTimeout: Duration = .seconds(10),
+        metrics: MetricsRegistry = MetricsRegistry(),
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let postgres = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-api", logger: logger)
@@ -25,6 +23,7 @@ enum APIApplication {
             perIP: RateLimiter(rate: configuration.limits.ratePerIP, burst: configuration.limits.burstPerIP),
             perUDID: RateLimiter(rate: configuration.limits.ratePerUDID, burst: configuration.limits.burstPerUDID),
             databaseTimeout: databaseTimeout,
+            metrics: APIMetrics(registry: metrics),
             logger: logger
         )
         controller.addRoutes(to: router)

@@ -16,6 +16,7 @@ struct APIController: Sendable {
     let perUDID: RateLimiter
     /// How long a request may wait for the database before it is answered with 503.
     let databaseTimeout: Duration
+    let metrics: APIMetrics
     let logger: Logger
 
     func addRoutes(to router: Router<APIRequestContext>) {
@@ -24,18 +25,28 @@ struct APIController: Sendable {
         router.get("/test/database") { _, _ in try await databaseCheck() }
         router.get("/healthz") { _, _ in Self.plain(.ok, "ok") }
         router.get("/readyz") { _, _ in try await readiness() }
+        router.get("/metrics") { _, _ in metrics.response() }
     }
 
+    /// Answers one command and counts it (by command and status) with its duration.
     func handle(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let start = ContinuousClock.now
+        var command = "unparsed"
+        let response = try await respond(request, context: context, command: &command)
+        metrics.request(command: command, status: response.status.code, duration: start.duration(to: .now))
+        return response
+    }
+
+    private func respond(_ request: Request, context: APIRequestContext, command name: inout String) async throws -> Response {
         if let wait = perIP.take(context.remoteAddress?.ipAddress ?? "unknown") {
             return Self.tooManyRequests(wait)
         }
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > APIApplication.bodyLimit {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.maxBodyBytes {
             return Self.error(.contentTooLarge, "Request body too large")
         }
         let body: ByteBuffer
         do {
-            body = try await request.body.collect(upTo: APIApplication.bodyLimit)
+            body = try await request.body.collect(upTo: limits.maxBodyBytes)
         } catch let error as HTTPError where error.status == .contentTooLarge {
             return Self.error(.contentTooLarge, "Request body too large")
         }
@@ -53,6 +64,7 @@ struct APIController: Sendable {
             context.logger.debug("Refused request", metadata: ["api.error": "\(error)"])
             return Self.error(.badRequest, error.description)
         }
+        name = command.command
         if let wait = perUDID.take(command.udid) {
             return Self.tooManyRequests(wait)
         }
@@ -60,15 +72,22 @@ struct APIController: Sendable {
             let store = self.store
             let address = context.remoteAddress?.ipAddress
             let maxRoomSize = limits.maxRoomSize
+            let metrics = self.metrics
             return try await withDeadline(databaseTimeout) {
-                try await Self.perform(command, store: store, clientAddress: address, maxRoomSize: maxRoomSize)
+                try await Self.perform(command, store: store, clientAddress: address, maxRoomSize: maxRoomSize, metrics: metrics)
             }
         } catch {
             return databaseFailure(error, doing: command.command)
         }
     }
 
-    static func perform(_ command: APIRequest, store: ChatStore, clientAddress: String?, maxRoomSize: Int) async throws -> Response {
+    static func perform(
+        _ command: APIRequest,
+        store: ChatStore,
+        clientAddress: String?,
+        maxRoomSize: Int,
+        metrics: APIMetrics
+    ) async throws -> Response {
         switch command {
         case .join(let udid, let token, let name, let code):
             guard try await store.join(udid: udid, token: token, name: name, code: code, ipAddress: clientAddress, maxRoomSize: maxRoomSize)
@@ -79,6 +98,7 @@ struct APIController: Sendable {
             try await store.update(udid: udid, token: token)
         case .message(let udid, let text):
             let result = try await store.message(udid: udid, text: text)
+            metrics.queued(result.queued)
             if result.messageID == nil {
                 store.logger.info("Message from a device that is in no room: nothing queued", metadata: ["api.udid": "\(udid)"])
             }

@@ -232,7 +232,7 @@ final class Bench: Sendable {
     }
 
     func startDaemon(extra: [String: String] = [:]) throws -> Process {
-        try startProcess("pushchat-push", ["development"], extra: extra)
+        try startProcess("pushchat-push", ["development"], extra: ["PUSHCHAT_PUSH_STATUS_PORT": "0"].merging(extra) { $1 })
     }
 
     func query(_ sql: String) async throws {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Feedback
+import Foundation
 import Logging
 import Shared
 
@@ -16,19 +17,38 @@ struct FeedbackCommand: AsyncParsableCommand {
     @Option(help: "Seconds the feedback service may take before the run gives up.")
     var timeout: Double = 60
 
+    @Option(
+        name: .customLong("metrics-file"),
+        help: "Also write this run's figures to this file in the Prometheus text format (for a textfile collector)."
+    )
+    var metricsFile: String?
+
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-feedback") {
             let (configuration, logger) = try options.start(process: "feedback", label: "pushchat-feedback")
             let tls = try configuration.apns.clientTLSContext()
             let job = FeedbackJob(configuration: configuration, tls: tls, timeout: .milliseconds(Int64(timeout * 1000)), logger: logger)
+            let start = ContinuousClock.now
+            var report: FeedbackReport?
+            defer { writeMetrics(report, since: start, logger: logger) }
             do {
-                let report = try await job.run()
-                logger.info("\(report)")
+                report = try await job.run()
+                logger.info("\(report!)")
             } catch let error as FeedbackError {
                 logger.error("\(error)")
                 ProcessFailure.printError("pushchat-feedback", error.description)
                 throw ExitCode(1)
             }
+        }
+    }
+
+    private func writeMetrics(_ report: FeedbackReport?, since start: ContinuousClock.Instant, logger: Logger) {
+        guard let metricsFile else { return }
+        let exposition = FeedbackMetrics.exposition(report: report, duration: start.duration(to: .now), finishedAt: Date())
+        do {
+            try FeedbackMetrics.write(exposition, to: metricsFile)
+        } catch {
+            logger.error("Cannot write the metrics file \(metricsFile): \(error)")
         }
     }
 }

@@ -28,11 +28,13 @@ final class Outcomes: Sendable {
     private let wake = QueueSignal()
     let queue: PushQueue
     let held: HeldRows
+    let metrics: PushMetrics
     let logger: Logger
 
-    init(queue: PushQueue, held: HeldRows, logger: Logger) {
+    init(queue: PushQueue, held: HeldRows, metrics: PushMetrics, logger: Logger) {
         self.queue = queue
         self.held = held
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -42,12 +44,24 @@ final class Outcomes: Sendable {
         wake.signal()
     }
 
-    func failed(_ item: QueuedNotification, status: String, reason: String, invalidTokenAt: Date? = nil) {
+    /// A row failed for good; `kind` labels the metric, `source` says where an invalid token came from.
+    func failed(
+        _ item: QueuedNotification,
+        status: String,
+        reason: String,
+        kind: String,
+        invalidTokenAt: Date? = nil,
+        source: String? = nil
+    ) {
         pending.withLockedValue { batch in
-            batch.failed.append(PushQueue.Failure(messageID: item.messageID, status: status, reason: reason))
+            batch.failed.append(PushQueue.Failure(messageID: item.messageID, status: status, reason: reason, kind: kind))
             if let invalidTokenAt {
                 batch.invalidTokens.append(
-                    PushQueue.InvalidToken(token: item.deviceToken, reportedAt: invalidTokenAt, source: "binary status \(status)")
+                    PushQueue.InvalidToken(
+                        token: item.deviceToken,
+                        reportedAt: invalidTokenAt,
+                        source: source ?? "binary status \(status)"
+                    )
                 )
             }
         }
@@ -99,11 +113,17 @@ final class Outcomes: Sendable {
         }
         guard !batch.isEmpty else { return true }
         var done = Batch()
+        let start = ContinuousClock.now
+        defer { metrics.markDuration.record(duration: start.duration(to: .now)) }
         do {
             try await queue.markSent(batch.sent)
             done.sent = batch.sent
+            metrics.sent.increment(by: batch.sent.count)
             try await queue.markFailed(batch.failed)
             done.failed = batch.failed
+            for (kind, count) in Dictionary(grouping: batch.failed, by: \.kind).mapValues(\.count) {
+                metrics.failed(reason: kind, count: count)
+            }
             try await queue.recordInvalidTokens(batch.invalidTokens)
             done.invalidTokens = batch.invalidTokens
             try await queue.release(batch.released)

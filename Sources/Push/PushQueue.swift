@@ -11,11 +11,14 @@ public struct PushQueue: Sendable {
         public let messageID: Int64
         public let status: String
         public let reason: String
+        /// A short, bounded label for metrics (`invalid_token`, `BadDeviceToken`, …).
+        public let kind: String
 
-        public init(messageID: Int64, status: String, reason: String) {
+        public init(messageID: Int64, status: String, reason: String, kind: String? = nil) {
             self.messageID = messageID
             self.status = status
             self.reason = reason
+            self.kind = kind ?? status
         }
     }
 
@@ -46,6 +49,19 @@ public struct PushQueue: Sendable {
     }
 
     var leaseSeconds: Double { Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18 }
+
+    /// Rows waiting to be sent, and how many seconds the oldest has waited (for metrics).
+    public func depth() async throws -> (count: Int, oldestAge: Double) {
+        let rows = try await client.query(
+            """
+            SELECT count(*), coalesce(extract(epoch FROM now() - min(time_queued)), 0)::float8
+            FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL
+            """,
+            logger: logger
+        )
+        for try await (count, age) in rows.decode((Int64, Double).self) { return (Int(count), age) }
+        return (0, 0)
+    }
 
     /// Claims up to `limit` pending, unclaimed rows, oldest first.
     public func claim(limit: Int) async throws -> [QueuedNotification] {

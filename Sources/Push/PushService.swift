@@ -19,6 +19,9 @@ public final class PushService: Service, Sendable {
     let logger: Logger
     let instance: String
     let group: any EventLoopGroup
+    /// The daemon's figures, served at `/metrics` on the status listener.
+    public let metrics: PushMetrics
+    let onStatusServerRunning: @Sendable (Int) async -> Void
 
     /// - Parameter instance: the name stored in `claimed_by`; default `host:pid`.
     public init(
@@ -26,8 +29,12 @@ public final class PushService: Service, Sendable {
         tls: NIOSSLContext,
         logger: Logger,
         instance: String? = nil,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        metrics: MetricsRegistry = MetricsRegistry(),
+        onStatusServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
     ) {
+        self.metrics = PushMetrics(registry: metrics)
+        self.onStatusServerRunning = onStatusServerRunning
         self.configuration = configuration
         self.tls = tls
         self.logger = logger
@@ -44,7 +51,9 @@ public final class PushService: Service, Sendable {
         let signal = QueueSignal()
         let shutdown = ShutdownFlag(signal: signal)
         let held = HeldRows()
-        let outcomes = Outcomes(queue: queue, held: held, logger: logger)
+        let metrics = self.metrics
+        let status = PushStatus()
+        let outcomes = Outcomes(queue: queue, held: held, metrics: metrics, logger: logger)
         let connector = GatewayConnector(endpoint: configuration.apns.gateway, tls: tls, group: group)
         let encoder = BinaryEncoder(expiry: settings.expirySeconds, priority: settings.priority)
         let listener = QueueListener(url: configuration.databaseURL, signal: signal, logger: logger)
@@ -58,6 +67,25 @@ public final class PushService: Service, Sendable {
             background.addTask { await listener.run() }
             background.addTask {
                 await Self.maintainLeases(queue: queue, held: held, lease: settings.lease, signal: signal, logger: logger)
+            }
+            let pollInterval = configuration.pollInterval
+            background.addTask { await Self.sampleQueue(queue: queue, metrics: metrics, every: pollInterval) }
+            let statusServer = StatusServer.build(
+                settings: settings,
+                client: client,
+                status: status,
+                metrics: metrics,
+                logger: logger,
+                onRunning: onStatusServerRunning
+            )
+            background.addTask {
+                do {
+                    try await statusServer.run()
+                } catch {
+                    logger.error(
+                        "Status listener on \(settings.statusHost):\(settings.statusPort) failed: \(error); /healthz, /readyz and /metrics are unavailable"
+                    )
+                }
             }
             await withTaskGroup(of: Void.self) { recording in
                 recording.addTask { await outcomes.run() }
@@ -76,6 +104,9 @@ public final class PushService: Service, Sendable {
                                 signal: signal,
                                 shutdown: shutdown,
                                 connector: connector,
+                                metrics: metrics,
+                                status: status,
+                                index: index + 1,
                                 logger: workerLogger
                             )
                             workers.addTask { await worker.run() }
@@ -93,6 +124,17 @@ public final class PushService: Service, Sendable {
         pool.cancel()
         await pool.value
         logger.info("Push daemon stopped")
+    }
+
+    /// Samples the queue's depth and the age of its oldest row for the metrics.
+    static func sampleQueue(queue: PushQueue, metrics: PushMetrics, every interval: Duration) async {
+        while !Task.isCancelled {
+            if let (count, age) = try? await queue.depth() {
+                metrics.queueDepth.set(count)
+                metrics.oldestPendingAge.set(age)
+            }
+            try? await Task.sleep(for: max(interval, .seconds(1)))
+        }
     }
 
     /// Renews the leases of rows in flight and returns expired claims (of daemons that died) to the queue.

@@ -44,6 +44,7 @@ final class Session: Sendable {
     var limit: Int { state.withLockedValue { $0.limit } }
     var oldestWrite: ContinuousClock.Instant? { state.withLockedValue { $0.window.oldestWrite } }
     var delivered: Int { state.withLockedValue { $0.delivered } }
+    var inFlightCount: Int { state.withLockedValue { $0.window.count } }
 
     /// Takes up to `limit` rows waiting to be (re)sent.
     func takePending(limit: Int) -> [QueuedNotification] {

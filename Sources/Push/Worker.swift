@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import NIOCore
 import NIOSSL
 import Shared
@@ -17,6 +18,10 @@ struct Worker: Sendable {
     let signal: QueueSignal
     let shutdown: ShutdownFlag
     let connector: GatewayConnector
+    let metrics: PushMetrics
+    let status: PushStatus
+    /// This worker's number (1…), the `connection` label of its metrics.
+    let index: Int
     let logger: Logger
 
     /// How a connection's session ended.
@@ -33,15 +38,24 @@ struct Worker: Sendable {
         var backoff = Backoff()
         var carry: [QueuedNotification] = []
         var limit = settings.window
+        var attempts = 0
+        let inFlight = metrics.inFlight(connection: index)
         while !shutdown.isRequested {
             logger.info("Connecting to \(connector.endpoint)")
+            if attempts > 0 { metrics.reconnects.increment() }
+            attempts += 1
             var delivered = 0
             do {
                 let (channel, alarm) = try await connector.connect()
                 logger.info("Connection OK")
                 let session = Session(capacity: settings.window, limit: limit, carry: carry, alarm: alarm)
                 carry = []
-                let end = await run(session, on: channel)
+                status.connectionOpened()
+                metrics.connected.increment()
+                let end = await run(session, on: channel, inFlight: inFlight)
+                metrics.connected.decrement()
+                status.connectionClosed()
+                inFlight.set(0)
                 delivered = session.delivered
                 limit = session.limit
                 let unsettled: Int
@@ -84,12 +98,12 @@ struct Worker: Sendable {
 
     // MARK: One connection
 
-    private func run(_ session: Session, on channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async -> End {
+    private func run(_ session: Session, on channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, inFlight: Meter) async -> End {
         do {
             return try await channel.executeThenClose { inbound, outbound in
                 try await withThrowingTaskGroup(of: End.self) { group in
                     group.addTask { await read(inbound, session: session) }
-                    group.addTask { await write(outbound, session: session) }
+                    group.addTask { await write(outbound, session: session, inFlight: inFlight) }
                     var end = try await group.next()!
                     if case .writerStopped = end { end = try await group.next()! }
                     if case .drained = end {
@@ -131,7 +145,7 @@ struct Worker: Sendable {
         }
     }
 
-    private func write(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, session: Session) async -> End {
+    private func write(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, session: Session, inFlight: Meter) async -> End {
         var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
         var buffer = ByteBuffer()
         // While one batch is written the next is claimed (only while claims come back full: an idle queue is not
@@ -139,6 +153,7 @@ struct Worker: Sendable {
         var prefetch: (task: Task<[QueuedNotification], any Error>, limit: Int)?
         while !session.isStopped {
             outcomes.sent(session.settle(writtenBefore: .now - settings.settle))
+            inFlight.set(session.inFlightCount)
             if shutdown.isRequested {
                 await keep(prefetch?.task, in: session)
                 return .drained
@@ -192,7 +207,12 @@ struct Worker: Sendable {
     /// them, or they would sit claimed until the lease runs out.
     private func claim(limit: Int) -> Task<[QueuedNotification], any Error> {
         let queue = self.queue
-        return Task { try await queue.claim(limit: limit) }
+        let timer = metrics.claimDuration
+        return Task {
+            let start = ContinuousClock.now
+            defer { timer.record(duration: start.duration(to: .now)) }
+            return try await queue.claim(limit: limit)
+        }
     }
 
     /// Rows of a claim still under way when the session ends wait for the next connection.
@@ -218,7 +238,7 @@ struct Worker: Sendable {
                     "Message \(notification.messageID) can never be sent: \(reason)",
                     metadata: ["push.message_id": "\(notification.messageID)"]
                 )
-                outcomes.failed(notification, status: "invalid", reason: reason.description)
+                outcomes.failed(notification, status: "invalid", reason: reason.description, kind: "unencodable")
                 continue
             }
             if logger.logLevel <= .debug {
@@ -244,6 +264,7 @@ struct Worker: Sendable {
             let (resolution, pending) = session.resolve(response)
             outcomes.sent(resolution.accepted)
             var carry = resolution.resend
+            metrics.resent.increment(by: carry.count)
             if let failed = resolution.failed {
                 handleFailure(failed, response: response, carry: &carry)
             } else if response.status != .shutdown {
@@ -259,6 +280,7 @@ struct Worker: Sendable {
             return settle(session, end: .closed("the connection ended", refused: false))
         case .closed(let reason, _):
             let (window, pending) = session.takeAll()
+            metrics.resent.increment(by: window.count)
             if !window.isEmpty {
                 logger.warning(
                     "Connection lost (\(reason)); resending \(window.count) notifications that may have arrived (possible duplicates)"
@@ -282,7 +304,7 @@ struct Worker: Sendable {
                 "Message \(failed.messageID) refused: invalid token \(DeviceToken.redacted(failed.deviceToken))",
                 metadata: metadata
             )
-            outcomes.failed(failed, status: "8", reason: "invalid token", invalidTokenAt: Date())
+            outcomes.failed(failed, status: "8", reason: "invalid token", kind: "invalid_token", invalidTokenAt: Date())
         case .processingError, .unknown:
             if failed.retries < settings.maxRetries {
                 var retry = failed
@@ -294,11 +316,26 @@ struct Worker: Sendable {
                     "Message \(failed.messageID): gateway status \(response.status) after \(failed.retries) retries; giving up",
                     metadata: metadata
                 )
-                outcomes.failed(failed, status: "\(response.status.rawValue)", reason: "\(response.status) after \(failed.retries) retries")
+                outcomes.failed(
+                    failed,
+                    status: "\(response.status.rawValue)",
+                    reason: "\(response.status) after \(failed.retries) retries",
+                    kind: response.status.metricLabel
+                )
             }
         default:
             logger.error("Message \(failed.messageID) refused: status \(response.status)", metadata: metadata)
-            outcomes.failed(failed, status: "\(response.status.rawValue)", reason: response.status.description)
+            outcomes.failed(
+                failed,
+                status: "\(response.status.rawValue)",
+                reason: response.status.description,
+                kind: response.status.metricLabel
+            )
         }
     }
+}
+
+extension BinaryErrorResponse.Status {
+    /// `invalid token` → `invalid_token`.
+    var metricLabel: String { String(name.map { $0 == " " ? "_" : $0 }) }
 }

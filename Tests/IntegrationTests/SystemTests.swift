@@ -48,6 +48,7 @@ import Testing
             let gateway = try Self.freePort()
             let feedback = try Self.freePort()
             let api = try Self.freePort()
+            let pushStatus = try Self.freePort()
             let record = directory + "/notifications.jsonl"
             let feedbackFile = directory + "/feedback.txt"
             let bobToken = String(repeating: "cd", count: 32)
@@ -63,6 +64,7 @@ import Testing
                 "PUSHCHAT_APNS_CA_FILE": TestCertificates.path("ca.pem"),
                 "PUSHCHAT_LOG_FILE": "-",
                 "PUSHCHAT_PUSH_SETTLE": "0.2",
+                "PUSHCHAT_PUSH_STATUS_PORT": "\(pushStatus)",
             ]
             let processes = Processes([
                 try Self.launch(
@@ -105,6 +107,13 @@ import Testing
             try await Self.eventually {
                 try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL", as: Int64.self) == 1
             }
+
+            // The operator's view: the daemon is ready and counted the notification; the API counted the requests.
+            #expect(try await LoopbackHTTP.get(port: pushStatus, path: "/readyz").status == 200)
+            try await Self.eventually { try await LoopbackHTTP.scrape(port: pushStatus)["pushchat_push_sent"] == 1 }
+            let apiMetrics = try await LoopbackHTTP.scrape(port: api)
+            #expect(apiMetrics[#"pushchat_api_requests{command="join",status="200"}"#] == 2)
+            #expect(apiMetrics[#"pushchat_api_requests{command="message",status="200"}"#] == 1)
 
             // Apple reports Bob's app gone (after he registered): the feedback job removes him.
             let job = try Executable(name: "pushchat-feedback").run(["development"], environment: environment)

@@ -19,14 +19,17 @@ public struct BinaryErrorResponse: Sendable, Equatable, CustomStringConvertible 
         public static let shutdown = Status(rawValue: 10)
         public static let unknown = Status(rawValue: 255)
 
-        public var description: String {
+        /// Apple's name for the status (`invalid token`).
+        public var name: String {
             let names: [UInt8: String] = [
                 0: "no errors", 1: "processing error", 2: "missing device token", 3: "missing topic", 4: "missing payload",
                 5: "invalid token size", 6: "invalid topic size", 7: "invalid payload size", 8: "invalid token", 10: "shutdown",
                 255: "unknown",
             ]
-            return "\(rawValue) (\(names[rawValue] ?? "undocumented"))"
+            return names[rawValue] ?? "undocumented"
         }
+
+        public var description: String { "\(rawValue) (\(name))" }
     }
 
     public static let command: UInt8 = 8

@@ -10,6 +10,8 @@ public struct APILimits: Sendable {
     public var burstPerUDID: Double = 10
     /// Most devices in one room (`api_max_room_size`; 0: no limit): a `join` into a full room is refused. Default 10000.
     public var maxRoomSize = 10_000
+    /// Largest request body in bytes (`api_max_body`); larger bodies get 413. Default 64 KiB.
+    public var maxBodyBytes = 64 * 1024
 
     public init() {}
 
@@ -30,6 +32,12 @@ public struct APILimits: Sendable {
         if let size = try Self.number(.apiMaxRoomSize, source) {
             guard size == size.rounded() else { throw Configuration.invalid(.apiMaxRoomSize, source, "expected a whole number") }
             maxRoomSize = Int(size)
+        }
+        if let text = source.value(.apiMaxBody) {
+            guard let bytes = Int(text), (256...(16 << 20)).contains(bytes) else {
+                throw Configuration.invalid(.apiMaxBody, source, "expected a number of bytes from 256 to 16777216, got '\(text)'")
+            }
+            maxBodyBytes = bytes
         }
     }
 

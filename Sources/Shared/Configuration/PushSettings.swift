@@ -20,6 +20,11 @@ public struct PushSettings: Sendable {
     public var settle: Duration = .milliseconds(500)
     /// Resends after a processing error (status 1 or 255) before a row is failed (`push_max_retries`). Default 3.
     public var maxRetries = 3
+    /// Where the daemon serves `/healthz`, `/readyz` and `/metrics` (`push_status_host`). Default 127.0.0.1:
+    /// loopback only.
+    public var statusHost = "127.0.0.1"
+    /// The status listener's port (`push_status_port`; 0: any free port). Default 44448.
+    public var statusPort = 44448
 
     public init() {}
 
@@ -37,6 +42,13 @@ public struct PushSettings: Sendable {
         lease = try Self.duration(.pushLease, source) ?? lease
         settle = try Self.duration(.pushSettle, source) ?? settle
         maxRetries = try Self.integer(.pushMaxRetries, source, in: 0...100) ?? maxRetries
+        if let host = source.value(.pushStatusHost) {
+            guard !host.isEmpty, !host.contains(where: \.isWhitespace) else {
+                throw Configuration.invalid(.pushStatusHost, source, "expected a host name or IP address")
+            }
+            statusHost = host
+        }
+        statusPort = try Self.integer(.pushStatusPort, source, in: 0...65535) ?? statusPort
         guard lease > settle * 4 else {
             throw Configuration.invalid(.pushLease, source, "must be well above push_settle (at least 4 times)")
         }

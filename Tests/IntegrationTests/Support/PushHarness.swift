@@ -44,6 +44,7 @@ struct PushHarness: Sendable {
         configuration.push.settle = .milliseconds(250)
         configuration.push.lease = .seconds(3)
         configuration.push.batchSize = 200
+        configuration.push.statusPort = 0
         return configuration
     }
 
@@ -59,6 +60,7 @@ struct PushHarness: Sendable {
             "PUSHCHAT_PUSH_SETTLE": "0.25",
             "PUSHCHAT_PUSH_LEASE": "2",
             "PUSHCHAT_PUSH_BATCH_SIZE": "200",
+            "PUSHCHAT_PUSH_STATUS_PORT": "0",
             "PUSHCHAT_LOG_FILE": "-",
             "PUSHCHAT_LOG_LEVEL": "info",
         ]
@@ -76,6 +78,31 @@ struct PushHarness: Sendable {
                 PushService(configuration: configuration, tls: tls, logger: TestDatabase.logger, instance: "test-daemon-\(index + 1)")
             )
         }
+        return try await withServices(services, body)
+    }
+
+    /// Runs one daemon and gives `body` the port of its status listener (`/healthz`, `/readyz`, `/metrics`).
+    func withDaemonStatus<T: Sendable>(
+        _ configuration: Configuration? = nil,
+        _ body: @Sendable (_ statusPort: Int) async throws -> T
+    ) async throws -> T {
+        let configuration = configuration ?? self.configuration()
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let service = PushService(
+            configuration: configuration,
+            tls: try configuration.apns.clientTLSContext(),
+            logger: TestDatabase.logger,
+            instance: "test-daemon-status",
+            onStatusServerRunning: { port in continuation.yield(port) }
+        )
+        return try await withServices([service]) {
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next() else { throw CancellationError() }
+            return try await body(port)
+        }
+    }
+
+    private func withServices<T: Sendable>(_ services: [any Service], _ body: @Sendable () async throws -> T) async throws -> T {
         let group = ServiceGroup(configuration: .init(services: services, logger: TestDatabase.logger))
         return try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }

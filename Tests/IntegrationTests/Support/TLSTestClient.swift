@@ -54,12 +54,6 @@ enum TLSTestClient {
 
     /// Plain HTTP/1.0 GET, for the status page.
     static func get(port: Int, path: String) async throws -> String {
-        let response = try await exchange(
-            port: port,
-            tls: nil,
-            send: ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        )
-        let text = String(buffer: response)
-        return text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+        try await LoopbackHTTP.get(port: port, path: path).body
     }
 }

@@ -1,0 +1,64 @@
+import Metrics
+import NIOConcurrencyHelpers
+import Shared
+
+/// The push daemon's figures, exported at `/metrics` on its status listener.
+///
+/// | name | kind | meaning |
+/// |---|---|---|
+/// | `pushchat.push.sent` | counter | notifications recorded as sent |
+/// | `pushchat.push.failed{reason}` | counter | notifications failed, by reason |
+/// | `pushchat.push.resent` | counter | notifications written again on a new connection |
+/// | `pushchat.push.in_flight{connection}` | gauge | written, not yet known accepted |
+/// | `pushchat.push.claim.duration` | histogram | one claim statement |
+/// | `pushchat.push.mark.duration` | histogram | one round of result statements |
+/// | `pushchat.gateway.connected` | gauge | gateway connections up |
+/// | `pushchat.gateway.reconnects` | counter | connection attempts after the first |
+/// | `pushchat.queue.depth` | gauge | rows waiting (sampled) |
+/// | `pushchat.queue.oldest_pending_age` | gauge | seconds the oldest waiting row has waited (sampled) |
+public struct PushMetrics: Sendable {
+    public let registry: MetricsRegistry
+    let sent: Counter
+    let resent: Counter
+    let claimDuration: Metrics.Timer
+    let markDuration: Metrics.Timer
+    let connected: Meter
+    let reconnects: Counter
+    let queueDepth: Meter
+    let oldestPendingAge: Meter
+
+    public init(registry: MetricsRegistry) {
+        self.registry = registry
+        sent = registry.counter("pushchat.push.sent")
+        resent = registry.counter("pushchat.push.resent")
+        claimDuration = registry.timer("pushchat.push.claim.duration")
+        markDuration = registry.timer("pushchat.push.mark.duration")
+        connected = registry.meter("pushchat.gateway.connected")
+        reconnects = registry.counter("pushchat.gateway.reconnects")
+        queueDepth = registry.meter("pushchat.queue.depth")
+        oldestPendingAge = registry.meter("pushchat.queue.oldest_pending_age")
+        connected.set(0)
+        queueDepth.set(0)
+        oldestPendingAge.set(0)
+    }
+
+    func failed(reason: String, count: Int = 1) {
+        registry.counter("pushchat.push.failed", [("reason", reason)]).increment(by: count)
+    }
+
+    func inFlight(connection: Int) -> Meter {
+        registry.meter("pushchat.push.in_flight", [("connection", "\(connection)")])
+    }
+}
+
+/// What `/readyz` needs to know about the daemon: how many gateway connections are up.
+public final class PushStatus: Sendable {
+    private let connections = NIOLockedValueBox(0)
+
+    public init() {}
+
+    public var connectedCount: Int { connections.withLockedValue { $0 } }
+
+    func connectionOpened() { connections.withLockedValue { $0 += 1 } }
+    func connectionClosed() { connections.withLockedValue { $0 -= 1 } }
+}

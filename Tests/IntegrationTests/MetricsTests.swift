@@ -1,0 +1,216 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import PostgresNIO
+import Testing
+
+@testable import APIServer
+@testable import Feedback
+@testable import Push
+@testable import Shared
+@testable import Simulator
+
+/// Each metric moves when its event happens: scrape, act, scrape again.
+@Suite struct APIMetricsTests {
+    @Test func requestsAreCountedByCommandAndStatusWithTheirDurations() async throws {
+        try await APIHarness.run { api in
+            let before = Scrape(String(buffer: try await api.get("/metrics").body))
+            try await api.post(["cmd": "join", "udid": Device.udid(1), "token": Device.token(1), "name": "Ann", "code": "room"])
+            try await api.post(["cmd": "join", "udid": Device.udid(2), "token": Device.token(2), "name": "Bob", "code": "room"])
+            try await api.post(["cmd": "join", "udid": Device.udid(3), "token": Device.token(3), "name": "Cy", "code": "room"])
+            try await api.post(["cmd": "message", "udid": Device.udid(1), "text": "hi"])
+            try await api.post(["cmd": "dance", "udid": Device.udid(1)])
+            let response = try await api.get("/metrics")
+            #expect(response.status == .ok)
+            #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
+            let after = Scrape(String(buffer: response.body))
+            let join = #"pushchat_api_requests{command="join",status="200"}"#
+            #expect(after[join] - before[join] == 3)
+            #expect(after.sum("pushchat_api_requests", where: ["command": "message", "status": "200"]) == 1)
+            #expect(after.sum("pushchat_api_requests", where: ["command": "unparsed", "status": "400"]) == 1)
+            #expect(after["pushchat_api_notifications_queued"] - before["pushchat_api_notifications_queued"] == 2, "Bob and Cy")
+            #expect(after[#"pushchat_api_request_duration_count{command="join"}"#] == 3)
+            #expect(after.text.contains(#"pushchat_api_request_duration_bucket{command="join",le="+Inf"} 3"#))
+        }
+    }
+
+    @Test func theBodyLimitIsConfigurableAndLargerBodiesWriteNothing() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            var configuration = APIHarness.configuration(url: url)
+            configuration.limits.maxBodyBytes = 300
+            try await APIHarness.run(configuration: configuration) { api in
+                let name = String(repeating: "x", count: 20)
+                let small = "cmd=join&udid=\(Device.udid(1))&token=\(Device.token(1))&name=\(name)&code=room"
+                let large = small + "&pad=" + String(repeating: "p", count: 300)
+                let refused = try await api.post(body: ByteBuffer(string: large), contentType: "application/x-www-form-urlencoded")
+                #expect(refused.status == .contentTooLarge)
+                #expect(try await api.count("active_users") == 0)
+                let accepted = try await api.post(body: ByteBuffer(string: small), contentType: "application/x-www-form-urlencoded")
+                #expect(accepted.status == .ok)
+                let scrape = Scrape(String(buffer: try await api.get("/metrics").body))
+                #expect(scrape.sum("pushchat_api_requests", where: ["status": "413"]) == 1)
+            }
+        }
+    }
+
+    @Test func aBadBodyLimitIsRefusedNamingTheKey() throws {
+        #expect(throws: ConfigurationError.self) {
+            try Configuration.load(
+                mode: .development,
+                path: "/nonexistent-pushchat.json",
+                environment: ["PUSHCHAT_DATABASE_URL": "postgres://u@127.0.0.1/db", "PUSHCHAT_API_MAX_BODY": "12"]
+            )
+        }
+        do {
+            _ = try Configuration.load(
+                mode: .development,
+                path: nil,
+                environment: ["PUSHCHAT_DATABASE_URL": "postgres://u@127.0.0.1/db", "PUSHCHAT_API_MAX_BODY": "lots"]
+            )
+            Issue.record("accepted api_max_body=lots")
+        } catch {
+            #expect(error.description.contains("PUSHCHAT_API_MAX_BODY"))
+        }
+    }
+}
+
+@Suite(.serialized) struct PushMetricsTests {
+    @Test func sentFailedQueueDepthAndConnectionMoveWithTheirEvents() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.unregisteredTokens = [PushHarness.token(3)]
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await harness.withDaemonStatus { port in
+                #expect(try await LoopbackHTTP.get(port: port, path: "/healthz").status == 200)
+                try await harness.waitUntil("the daemon is connected and ready") {
+                    try await LoopbackHTTP.get(port: port, path: "/readyz").status == 200
+                }
+                let before = try await LoopbackHTTP.scrape(port: port)
+                #expect(before["pushchat_gateway_connected"] == 1)
+                #expect(before["pushchat_push_sent"] == 0)
+                try await harness.queue(20)
+                try await harness.waitUntil("19 sent and 1 failed") { try await harness.sentAndFailed() == [19, 1] }
+                try await harness.waitUntil("the metrics show it") {
+                    let scrape = try await LoopbackHTTP.scrape(port: port)
+                    return scrape["pushchat_push_sent"] == 19
+                        && scrape[#"pushchat_push_failed{reason="invalid_token"}"#] == 1
+                }
+                let after = try await LoopbackHTTP.scrape(port: port)
+                #expect(after["pushchat_push_claim_duration_count"] > before["pushchat_push_claim_duration_count"])
+                #expect(after["pushchat_push_mark_duration_count"] > before["pushchat_push_mark_duration_count"])
+                #expect(after["pushchat_gateway_reconnects"] >= 1, "the invalid token closed the connection")
+                #expect(after["pushchat_push_resent"] >= 0)
+            }
+        }
+    }
+
+    @Test func queueDepthAndOldestAgeAreSampled() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.faults.refuseConnectionsFor = .seconds(60)
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    "INSERT INTO push_queue (device_token, payload, time_queued) VALUES ('00', '{}', now() - interval '90 seconds')",
+                    logger: TestDatabase.logger
+                )
+            }
+            try await harness.queue(4)
+            try await harness.withDaemonStatus { port in
+                try await harness.waitUntil("the depth is sampled") {
+                    try await LoopbackHTTP.scrape(port: port)["pushchat_queue_depth"] == 5
+                }
+                let scrape = try await LoopbackHTTP.scrape(port: port)
+                #expect(scrape["pushchat_queue_oldest_pending_age"] >= 90)
+                #expect(scrape["pushchat_gateway_connected"] == 0)
+                let ready = try await LoopbackHTTP.get(port: port, path: "/readyz")
+                #expect(ready.status == 503)
+                #expect(ready.body.contains("not connected to the gateway"))
+            }
+        }
+    }
+}
+
+@Suite struct FeedbackMetricsTests {
+    @Test func aRunLeavesItsFiguresInATextfile() throws {
+        var report = FeedbackReport()
+        report.tuplesRead = 7
+        report.deletedByFeedback = 5
+        report.keptByFeedback = 2
+        let text = String(
+            decoding: FeedbackMetrics.exposition(
+                report: report,
+                duration: .milliseconds(1500),
+                finishedAt: Date(timeIntervalSince1970: 1_800_000_000)
+            ),
+            as: UTF8.self
+        )
+        let scrape = Scrape(text)
+        #expect(scrape["pushchat_feedback_tuples_read"] == 7)
+        #expect(scrape["pushchat_feedback_users_deleted"] == 5)
+        #expect(scrape["pushchat_feedback_users_kept"] == 2)
+        #expect(scrape["pushchat_feedback_success"] == 1)
+        #expect(scrape["pushchat_feedback_duration_seconds"] == 1.5)
+        #expect(scrape["pushchat_feedback_last_run_timestamp_seconds"] == 1_800_000_000)
+        let failed = Scrape(
+            String(decoding: FeedbackMetrics.exposition(report: nil, duration: .seconds(1), finishedAt: Date()), as: UTF8.self)
+        )
+        #expect(failed["pushchat_feedback_success"] == 0)
+        #expect(failed.samples["pushchat_feedback_success"] != nil)
+    }
+}
+
+/// `/readyz` follows PostgreSQL: it stops answering, readiness goes; it comes back, readiness returns.
+@Suite(.serialized) struct ReadinessTests {
+    static func throughProxy(_ url: DatabaseURL, _ body: @Sendable (DatabaseURL, TCPProxy) async throws -> Void) async throws {
+        let proxy = TCPProxy(upstreamPort: url.port)
+        try await proxy.start()
+        var proxied = url
+        proxied.host = "127.0.0.1"
+        proxied.port = proxy.port
+        proxied.socketDirectory = nil
+        try await body(proxied, proxy)
+        await proxy.stop()
+    }
+
+    @Test func theAPIIsNotReadyWhilePostgreSQLIsDown() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await Self.throughProxy(url) { proxied, proxy in
+                try await APIHarness.run(configuration: APIHarness.configuration(url: proxied), databaseTimeout: .seconds(2)) { api in
+                    #expect(try await api.get("/readyz").status == .ok)
+                    await proxy.stop()
+                    let down = try await api.get("/readyz")
+                    #expect(down.status == .serviceUnavailable)
+                    #expect(String(buffer: down.body).contains("database unreachable"))
+                    #expect(try await api.get("/healthz").status == .ok, "the process itself is alive")
+                    try await proxy.start()
+                    let deadline = ContinuousClock.now + .seconds(20)
+                    var status = HTTPResponse.Status.serviceUnavailable
+                    while status != .ok, ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(200))
+                        status = try await api.get("/readyz").status
+                    }
+                    #expect(status == .ok, "ready again once PostgreSQL is back")
+                }
+            }
+        }
+    }
+
+    @Test func theDaemonIsNotReadyWhilePostgreSQLIsDown() async throws {
+        try await PushHarness.run { harness in
+            try await Self.throughProxy(harness.url) { proxied, proxy in
+                try await harness.withDaemonStatus(harness.configuration(url: proxied)) { port in
+                    try await harness.waitUntil("ready") { try await LoopbackHTTP.get(port: port, path: "/readyz").status == 200 }
+                    await proxy.stop()
+                    let down = try await LoopbackHTTP.get(port: port, path: "/readyz")
+                    #expect(down.status == 503)
+                    #expect(down.body.contains("database unreachable"))
+                    try await proxy.start()
+                    try await harness.waitUntil("ready again") {
+                        try await LoopbackHTTP.get(port: port, path: "/readyz").status == 200
+                    }
+                    try await harness.queue(5)
+                    try await harness.waitUntilAllSent(5)
+                }
+            }
+        }
+    }
+}
