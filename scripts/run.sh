@@ -75,13 +75,18 @@ export PUSHCHAT_APNS_PASSPHRASE=$PUSHCHAT_DEV_PASSPHRASE
 gateway_port=$(port_or_free 2195)
 feedback_port=$(port_or_free 2196)
 status_port=$(port_or_free 8095)
+http2_port=$(port_or_free 2197)
 mkdir -p log
 echo "==> starting the APNs simulator (record: log/apns-sim-notifications.jsonl)"
 "$bin/pushchat-apns-sim" --certs .local/certs --gateway-port "$gateway_port" --feedback-port "$feedback_port" \
-    --status-port "$status_port" --record log/apns-sim-notifications.jsonl &
+    --http2-port "$http2_port" --status-port "$status_port" --record log/apns-sim-notifications.jsonl &
 children+=($!)
 wait_for_port "$gateway_port"
 export PUSHCHAT_APNS_GATEWAY="127.0.0.1:$gateway_port" PUSHCHAT_APNS_FEEDBACK="127.0.0.1:$feedback_port"
+# The HTTP/2 API too (PUSHCHAT_APNS_TRANSPORT=http2 ./scripts/run.sh): token authentication with the development key.
+export PUSHCHAT_APNS_HOST="127.0.0.1:$http2_port" PUSHCHAT_APNS_TOPIC=${PUSHCHAT_APNS_TOPIC:-com.example.PushChat}
+export PUSHCHAT_APNS_KEY_FILE=${PUSHCHAT_APNS_KEY_FILE:-.local/certs/AuthKey_DEVKEY0001.p8}
+export PUSHCHAT_APNS_KEY_ID=${PUSHCHAT_APNS_KEY_ID:-DEVKEY0001} PUSHCHAT_APNS_TEAM_ID=${PUSHCHAT_APNS_TEAM_ID:-DEVTEAM001}
 
 api_port=$(port_or_free "${PUSHCHAT_API_PORT:-44447}")
 export PUSHCHAT_API_HOST=${PUSHCHAT_API_HOST:-127.0.0.1} PUSHCHAT_API_PORT=$api_port

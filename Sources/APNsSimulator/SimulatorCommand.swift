@@ -22,6 +22,18 @@ struct SimulatorCommand: AsyncParsableCommand {
     var gatewayPort = 2195
     @Option(help: "Feedback service port (0: any free port).")
     var feedbackPort = 2196
+    @Option(name: .customLong("http2-port"), help: "HTTP/2 provider API port (0: any free port).")
+    var http2Port = 2197
+    @Option(help: "HTTP/2 token authentication: the signing key's public half (PEM); default AuthKey_DEVKEY0001.pub.pem in --certs.")
+    var authKey: String?
+    @Option(help: "HTTP/2 token authentication: the key id tokens must name.")
+    var keyID = "DEVKEY0001"
+    @Option(help: "HTTP/2 token authentication: the team id tokens must name.")
+    var teamID = "DEVTEAM001"
+    @Option(help: "HTTP/2: the only apns-topic accepted (default: any).")
+    var topic: String?
+    @Option(help: "HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS advertised.")
+    var maxStreams = 1000
     @Option(help: "Status page port (0: any free port).")
     var statusPort = 8095
     @Flag(help: "Do not serve the status page.")
@@ -70,6 +82,15 @@ struct SimulatorCommand: AsyncParsableCommand {
         configuration.gatewayPort = gatewayPort
         configuration.feedbackPort = feedbackPort
         configuration.statusPort = noStatus ? nil : statusPort
+        configuration.http2Port = http2Port
+        configuration.http2.topic = topic
+        configuration.http2.maxConcurrentStreams = maxStreams
+        let keyPath = authKey ?? certs + "/AuthKey_DEVKEY0001.pub.pem"
+        if let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) {
+            configuration.http2.verifier = try ProviderTokenVerifier(keyID: keyID, teamID: teamID, publicKeyPEM: pem)
+        } else if authKey != nil {
+            throw SimulatorError(reason: "cannot read --auth-key \(keyPath)")
+        }
         configuration.recordFile = record
         if let unregistered {
             configuration.unregisteredTokens = Set(try Self.lines(of: unregistered).map { $0.lowercased() })

@@ -12,15 +12,17 @@ final class Outcomes: Sendable {
         var failed: [PushQueue.Failure] = []
         var released: [Int64] = []
         var invalidTokens: [PushQueue.InvalidToken] = []
+        var deferred: [PushQueue.Deferral] = []
 
-        var isEmpty: Bool { sent.isEmpty && failed.isEmpty && released.isEmpty && invalidTokens.isEmpty }
-        var ids: [Int64] { sent + failed.map(\.messageID) + released }
+        var isEmpty: Bool { sent.isEmpty && failed.isEmpty && released.isEmpty && invalidTokens.isEmpty && deferred.isEmpty }
+        var ids: [Int64] { sent + failed.map(\.messageID) + released + deferred.map(\.messageID) }
 
         mutating func merge(_ other: Batch) {
             sent += other.sent
             failed += other.failed
             released += other.released
             invalidTokens += other.invalidTokens
+            deferred += other.deferred
         }
     }
 
@@ -71,6 +73,14 @@ final class Outcomes: Sendable {
     func released(_ items: [QueuedNotification]) {
         guard !items.isEmpty else { return }
         pending.withLockedValue { $0.released.append(contentsOf: items.map(\.messageID)) }
+        wake.signal()
+    }
+
+    /// Rows to send again after `delay` (HTTP/2 429 and 5xx), keeping the answer in the row.
+    func deferred(_ item: QueuedNotification, delay: Duration, status: String, reason: String) {
+        pending.withLockedValue {
+            $0.deferred.append(PushQueue.Deferral(messageID: item.messageID, delay: delay, status: status, reason: reason))
+        }
         wake.signal()
     }
 
@@ -128,6 +138,8 @@ final class Outcomes: Sendable {
             done.invalidTokens = batch.invalidTokens
             try await queue.release(batch.released)
             done.released = batch.released
+            try await queue.postpone(batch.deferred)
+            done.deferred = batch.deferred
             held.remove(batch.ids)
             return true
         } catch {
@@ -137,6 +149,7 @@ final class Outcomes: Sendable {
             if done.failed.isEmpty { rest.failed = batch.failed }
             if done.invalidTokens.isEmpty { rest.invalidTokens = batch.invalidTokens }
             if done.released.isEmpty { rest.released = batch.released }
+            if done.deferred.isEmpty { rest.deferred = batch.deferred }
             pending.withLockedValue { $0.merge(rest) }
             logger.error("Cannot record delivery results (\(DatabaseError.describe(error))); retrying")
             return false

@@ -76,20 +76,23 @@ public struct PushQueue: Sendable {
                 FOR UPDATE SKIP LOCKED
             ) c
             WHERE q.message_id = c.message_id
-            RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration
+            RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type
             """,
             logger: logger
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)
-        for try await (id, token, payload, priority, expiration) in rows.decode((Int64, String, String, Int16?, Date?).self) {
+        let columns = (Int64, String, String, Int16?, Date?, String?, String?).self
+        for try await (id, token, payload, priority, expiration, collapseID, pushType) in rows.decode(columns) {
             claimed.append(
                 QueuedNotification(
                     messageID: id,
                     deviceToken: token,
                     payload: payload,
                     priority: priority.map(Int.init),
-                    expiration: expiration
+                    expiration: expiration,
+                    collapseID: collapseID,
+                    pushType: pushType
                 )
             )
         }
@@ -124,6 +127,38 @@ public struct PushQueue: Sendable {
         guard !ids.isEmpty else { return }
         try await client.query(
             "UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL",
+            logger: logger
+        )
+    }
+
+    /// A row to try again later, with the answer that made it wait.
+    public struct Deferral: Sendable, Equatable {
+        public let messageID: Int64
+        public let delay: Duration
+        public let status: String
+        public let reason: String
+
+        public init(messageID: Int64, delay: Duration, status: String, reason: String) {
+            self.messageID = messageID
+            self.delay = delay
+            self.status = status
+            self.reason = reason
+        }
+    }
+
+    /// Keeps rows off the queue for their delay (an unrenewed lease: ``reclaimExpired()`` returns them), recording
+    /// why in `last_status`/`last_error`.
+    public func postpone(_ deferrals: [Deferral]) async throws {
+        guard !deferrals.isEmpty else { return }
+        let seconds = deferrals.map { Double($0.delay.components.seconds) + Double($0.delay.components.attoseconds) / 1e18 }
+        try await client.query(
+            """
+            UPDATE push_queue q SET claimed_by = 'retry-later', claimed_until = now() + make_interval(secs => d.seconds),
+                last_status = d.status, last_error = d.reason
+            FROM unnest(\(deferrals.map(\.messageID))::int8[], \(seconds)::float8[], \(deferrals.map(\.status))::text[],
+                \(deferrals.map(\.reason))::text[]) AS d(id, seconds, status, reason)
+            WHERE q.message_id = d.id AND q.claimed_by = \(instance) AND q.time_sent IS NULL AND q.time_failed IS NULL
+            """,
             logger: logger
         )
     }

@@ -22,6 +22,8 @@ public final class PushService: Service, Sendable {
     /// The daemon's figures, served at `/metrics` on the status listener.
     public let metrics: PushMetrics
     let onStatusServerRunning: @Sendable (Int) async -> Void
+    /// HTTP/2 only: token or certificate authentication and the topic.
+    let http2Authentication: HTTP2Authentication?
 
     /// - Parameter instance: the name stored in `claimed_by`; default `host:pid`.
     public init(
@@ -31,9 +33,11 @@ public final class PushService: Service, Sendable {
         instance: String? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         metrics: MetricsRegistry = MetricsRegistry(),
+        http2Authentication: HTTP2Authentication? = nil,
         onStatusServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
     ) {
         self.metrics = PushMetrics(registry: metrics)
+        self.http2Authentication = http2Authentication
         self.onStatusServerRunning = onStatusServerRunning
         self.configuration = configuration
         self.tls = tls
@@ -44,7 +48,9 @@ public final class PushService: Service, Sendable {
 
     public func run() async throws {
         let mode = configuration.mode.rawValue
-        logger.info("Push daemon started (\(mode) mode)", metadata: ["push.instance": "\(instance)"])
+        let transport =
+            configuration.apns.transport == .http2 ? "HTTP/2 to \(configuration.apns.host)" : "binary to \(configuration.apns.gateway)"
+        logger.info("Push daemon started (\(mode) mode, \(transport))", metadata: ["push.instance": "\(instance)"])
         let settings = configuration.push
         let client = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-push", logger: logger)
         let queue = PushQueue(client: client, instance: instance, lease: settings.lease, logger: logger)
@@ -55,6 +61,17 @@ public final class PushService: Service, Sendable {
         let status = PushStatus()
         let outcomes = Outcomes(queue: queue, held: held, metrics: metrics, logger: logger)
         let connector = GatewayConnector(endpoint: configuration.apns.gateway, tls: tls, group: group)
+        let http2Connector = HTTP2Connector(
+            endpoint: configuration.apns.host,
+            tls: tls,
+            group: group,
+            requestTimeout: settings.requestTimeout
+        )
+        var tokens: ProviderTokenCache?
+        if case .token(let signer, _) = http2Authentication { tokens = ProviderTokenCache(signer: signer) }
+        if configuration.apns.transport == .http2 && http2Authentication == nil {
+            logger.critical("HTTP/2 transport without credentials: nothing will be sent")
+        }
         let encoder = BinaryEncoder(expiry: settings.expirySeconds, priority: settings.priority)
         let listener = QueueListener(url: configuration.databaseURL, signal: signal, logger: logger)
         let logger = self.logger
@@ -94,6 +111,26 @@ public final class PushService: Service, Sendable {
                         for index in 0..<settings.connections {
                             var workerLogger = logger
                             if settings.connections > 1 { workerLogger[metadataKey: "push.connection"] = "\(index + 1)" }
+                            if configuration.apns.transport == .http2, let authentication = http2Authentication {
+                                let worker = HTTP2Worker(
+                                    settings: settings,
+                                    pollInterval: configuration.pollInterval,
+                                    topic: authentication.topic,
+                                    tokens: tokens,
+                                    queue: queue,
+                                    outcomes: outcomes,
+                                    held: held,
+                                    signal: signal,
+                                    shutdown: shutdown,
+                                    connector: http2Connector,
+                                    metrics: metrics,
+                                    status: status,
+                                    index: index + 1,
+                                    logger: workerLogger
+                                )
+                                workers.addTask { await worker.run() }
+                                continue
+                            }
                             let worker = Worker(
                                 settings: settings,
                                 pollInterval: configuration.pollInterval,

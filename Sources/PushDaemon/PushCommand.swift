@@ -17,8 +17,19 @@ struct PushCommand: AsyncParsableCommand {
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-push") {
             let (configuration, logger) = try options.start(process: "push", label: "pushchat-push")
-            let tls = try configuration.apns.clientTLSContext()
-            let service = PushService(configuration: configuration, tls: tls, logger: logger)
+            let service: PushService
+            switch configuration.apns.transport {
+            case .binary:
+                service = PushService(configuration: configuration, tls: try configuration.apns.clientTLSContext(), logger: logger)
+            case .http2:
+                let authentication = try configuration.apns.http2Authentication()
+                service = PushService(
+                    configuration: configuration,
+                    tls: try configuration.apns.http2TLSContext(authentication),
+                    logger: logger,
+                    http2Authentication: authentication
+                )
+            }
             let group = ServiceGroup(
                 configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             )

@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import ServiceLifecycle
@@ -13,6 +14,7 @@ public final class APNsSimulator: Service, Sendable {
     public struct Ports: Sendable {
         public let gateway: Int
         public let feedback: Int
+        public let http2: Int
         public let status: Int?
     }
 
@@ -20,6 +22,8 @@ public final class APNsSimulator: Service, Sendable {
     let configuration: SimulatorConfiguration
     let logger: Logger
     let tlsContext: NIOSSLContext
+    let http2TLSContext: NIOSSLContext
+    let http2Faults: HTTP2FaultState
     let group: any EventLoopGroup
     let ownsGroup: Bool
 
@@ -40,17 +44,22 @@ public final class APNsSimulator: Service, Sendable {
         self.group = group ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.state = try SimulatorState(configuration: configuration)
         self.tlsContext = try Self.serverContext(configuration)
+        self.http2TLSContext = try Self.serverContext(configuration, http2: true)
+        self.http2Faults = HTTP2FaultState(configuration.http2)
     }
 
     /// TLS that requires a client certificate signed by the configured CA, as Apple's gateway does.
-    static func serverContext(_ configuration: SimulatorConfiguration) throws -> NIOSSLContext {
+    /// For HTTP/2: ALPN h2, and a client certificate is optional (token authentication needs none), but checked
+    /// against the CA when one is presented.
+    static func serverContext(_ configuration: SimulatorConfiguration, http2: Bool = false) throws -> NIOSSLContext {
         do {
             let chain = try NIOSSLCertificate.fromPEMFile(configuration.serverCertificate).map { NIOSSLCertificateSource.certificate($0) }
             let key = try NIOSSLPrivateKey(file: configuration.serverKey, format: .pem)
             var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
             tls.minimumTLSVersion = .tlsv12
-            tls.certificateVerification = .noHostnameVerification
+            tls.certificateVerification = http2 ? .optionalVerification : .noHostnameVerification
             tls.trustRoots = .file(configuration.clientCA)
+            if http2 { tls.applicationProtocols = ["h2"] }
             return try NIOSSLContext(configuration: tls)
         } catch {
             throw SimulatorError(
@@ -84,17 +93,46 @@ public final class APNsSimulator: Service, Sendable {
             try? await gateway.close()
             throw error
         }
+        let http2: any Channel
+        do {
+            http2 = try await bind(port: configuration.http2Port) { [state, logger, http2TLSContext, http2Faults, configuration] channel in
+                guard let connection = state.connectionOpened() else { return channel.close() }
+                return channel.eventLoop.makeCompletedFuture {
+                    let settings = [
+                        HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.http2.maxConcurrentStreams),
+                        HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                    ]
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: http2TLSContext))
+                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
+                    try channel.pipeline.syncOperations.addHandler(
+                        HTTP2Handler(
+                            options: configuration.http2,
+                            state: state,
+                            faults: http2Faults,
+                            connection: connection,
+                            logger: logger
+                        )
+                    )
+                }
+            }
+        } catch {
+            try? await gateway.close()
+            try? await feedback.close()
+            throw error
+        }
         defer {
             gateway.close(promise: nil)
             feedback.close(promise: nil)
+            http2.close(promise: nil)
         }
         let gatewayPort = gateway.localAddress?.port ?? 0
         let feedbackPort = feedback.localAddress?.port ?? 0
+        let http2Port = http2.localAddress?.port ?? 0
         guard let statusPort = configuration.statusPort else {
-            return try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, status: nil))
+            return try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, http2: http2Port, status: nil))
         }
         return try await StatusPage.withRunning(host: configuration.host, port: statusPort, state: state, logger: logger) { port in
-            try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, status: port))
+            try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, http2: http2Port, status: port))
         }
     }
 
@@ -102,7 +140,9 @@ public final class APNsSimulator: Service, Sendable {
     public func run() async throws {
         try await withRunning { ports in
             let status = ports.status.map { ", status page http://\(configuration.host):\($0)/" } ?? ""
-            logger.info("APNs simulator listening on \(configuration.host): gateway \(ports.gateway), feedback \(ports.feedback)\(status)")
+            logger.info(
+                "APNs simulator listening on \(configuration.host): gateway \(ports.gateway), feedback \(ports.feedback), HTTP/2 \(ports.http2)\(status)"
+            )
             try? await gracefulShutdown()
             logger.info("APNs simulator stopping")
         }

@@ -10,6 +10,10 @@ public struct SimulatorConfiguration: Sendable {
     public var gatewayPort = 2195
     /// The feedback service's port (Apple: 2196); 0 picks a free port.
     public var feedbackPort = 2196
+    /// The HTTP/2 provider API's port (Apple: 443, also 2197); 0 picks a free port.
+    public var http2Port = 2197
+    /// What the HTTP/2 listener checks, and its faults.
+    public var http2 = HTTP2Options()
     /// The read-only HTTP status page's port; 0 picks a free port, `nil` disables it.
     public var statusPort: Int? = 8095
 
@@ -74,5 +78,27 @@ public struct SimulatorConfiguration: Sendable {
         case garbage
         /// Send the tuples and never close.
         case hang
+    }
+
+    /// The HTTP/2 listener: how it authenticates and what it injects.
+    public struct HTTP2Options: Sendable {
+        /// Checks provider tokens (token authentication); without it only clients with a certificate get through.
+        public var verifier: ProviderTokenVerifier?
+        /// When set, another `apns-topic` gets 400 BadTopic.
+        public var topic: String?
+        /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients. Apple: 1000 (it may start lower).
+        public var maxConcurrentStreams = 1000
+        /// Send GOAWAY after this many requests on a connection (later streams are not processed), then close.
+        public var goAwayAfterStreams: Int?
+        /// The first N requests (over all connections) get 503 ServiceUnavailable.
+        public var unavailableRequests = 0
+        /// Tokens answered 429 TooManyRequests the first time they are seen.
+        public var throttledTokens: Set<String> = []
+        /// The first N requests are never answered (a stuck peer).
+        public var silentRequests = 0
+        /// Wait this long before each answer.
+        public var answerDelay: Duration?
+
+        public init() {}
     }
 }

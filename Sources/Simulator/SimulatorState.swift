@@ -118,6 +118,11 @@ public final class SimulatorState: Sendable {
         }
     }
 
+    /// Counts an HTTP/2 answer other than 200 (`410 Unregistered`).
+    func recordRejection(_ label: String) {
+        storage.withLockedValue { $0.counters.rejectedByStatus[label, default: 0] += 1 }
+    }
+
     // MARK: Feedback
 
     /// The tuples to serve now; Apple clears its list once it has been read.

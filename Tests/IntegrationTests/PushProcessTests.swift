@@ -65,7 +65,7 @@ import Testing
             #expect(process.terminationStatus == 0)
             #expect(process.terminationReason == .exit)
             let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(log.contains("Push daemon started (development mode)"))
+            #expect(log.contains("Push daemon started (development mode, binary to"))
             #expect(log.contains("Connection OK"))
             #expect(log.contains("Push daemon stopped"))
             // Nothing is left claimed: sent rows are stamped, the rest is back in the queue for the next daemon.

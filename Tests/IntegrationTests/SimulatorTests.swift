@@ -15,8 +15,15 @@ import Testing
         var configuration = SimulatorConfiguration(certificateDirectory: TestCertificates.directory)
         configuration.gatewayPort = 0
         configuration.feedbackPort = 0
+        configuration.http2Port = 0
         configuration.statusPort = nil
         configuration.keepAll = true
+        configuration.http2.verifier = try? ProviderTokenVerifier(
+            keyID: PushHarness.keyID,
+            teamID: PushHarness.teamID,
+            publicKeyPEM: String(contentsOfFile: TestCertificates.path("AuthKey_DEVKEY0001.pub.pem"), encoding: .utf8)
+        )
+        configuration.http2.topic = PushHarness.topic
         return configuration
     }
 

@@ -12,15 +12,31 @@ public struct APNsSettings: Sendable {
     public var passphrase: Secret?
     /// Extra trusted roots (PEM), so the daemons trust the simulator; Apple's roots otherwise.
     public var caFile: String?
+    /// Which APNs interface the push daemon speaks (`apns_transport`). Default: `http2` in production (Apple's only
+    /// interface since 2021), `binary` in development (the tutorial's; the simulator speaks both).
+    public var transport: APNsTransport
+    /// The HTTP/2 API (`apns_host`). Default: `api.sandbox.push.apple.com:443` in development, `api.push.apple.com:443`.
+    public var host: Endpoint
+    /// Token authentication: the `.p8` signing key, its key id and the team id. Without a key file the daemon
+    /// authenticates with the certificate.
+    public var keyFile: String?
+    public var keyID: String?
+    public var teamID: String?
+    /// The app's bundle id (`apns-topic`).
+    public var topic: String?
 
     public init(mode: Mode) {
         switch mode {
         case .development:
             gateway = Endpoint(host: "gateway.sandbox.push.apple.com", port: 2195)
             feedback = Endpoint(host: "feedback.sandbox.push.apple.com", port: 2196)
+            host = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
+            transport = .binary
         case .production:
             gateway = Endpoint(host: "gateway.push.apple.com", port: 2195)
             feedback = Endpoint(host: "feedback.push.apple.com", port: 2196)
+            host = Endpoint(host: "api.push.apple.com", port: 443)
+            transport = .http2
         }
     }
 
@@ -38,6 +54,47 @@ public struct APNsSettings: Sendable {
         certificate = source.value(.apnsCertificate).flatMap { $0.isEmpty ? nil : $0 }
         passphrase = source.value(.apnsPassphrase).map(Secret.init)
         caFile = source.value(.apnsCAFile).flatMap { $0.isEmpty ? nil : $0 }
+        if let text = source.value(.apnsTransport) {
+            guard let value = APNsTransport(rawValue: text.lowercased()) else {
+                throw ConfigurationError(
+                    code: .invalidValue,
+                    key: source.origin(of: .apnsTransport),
+                    reason: "expected binary or http2, got '\(text)'"
+                )
+            }
+            transport = value
+        }
+        if let text = source.value(.apnsHost) {
+            guard let endpoint = Endpoint(parsing: text) else { throw Self.invalidEndpoint(.apnsHost, source, text) }
+            host = endpoint
+        }
+        func nonEmpty(_ key: ConfigurationKey) -> String? { source.value(key).flatMap { $0.isEmpty ? nil : $0 } }
+        keyFile = nonEmpty(.apnsKeyFile)
+        keyID = nonEmpty(.apnsKeyID)
+        teamID = nonEmpty(.apnsTeamID)
+        topic = nonEmpty(.apnsTopic)
+    }
+
+    /// How the HTTP/2 client authenticates, checked at start: a token signer when a key file is set (then key id,
+    /// team id and topic are required), else the certificate.
+    public func http2Authentication() throws -> HTTP2Authentication {
+        func missing(_ key: ConfigurationKey, _ reason: String) -> ConfigurationError {
+            ConfigurationError(code: .missingValue, key: key.environmentName, reason: reason)
+        }
+        guard let topic else { throw missing(.apnsTopic, "not set: the app's bundle id is needed for the HTTP/2 API") }
+        guard let keyFile else {
+            return .certificate(try loadIdentity(), topic: topic)
+        }
+        guard let keyID else {
+            throw missing(
+                .apnsKeyID,
+                "not set: the signing key's 10-character key id (with \(ConfigurationKey.apnsKeyFile.environmentName))"
+            )
+        }
+        guard let teamID else {
+            throw missing(.apnsTeamID, "not set: the developer team id (with \(ConfigurationKey.apnsKeyFile.environmentName))")
+        }
+        return .token(try ProviderTokenSigner(keyFile: keyFile, keyID: keyID, teamID: teamID), topic: topic)
     }
 
     /// The certificate path, or an error naming the key when none is configured.
@@ -62,7 +119,34 @@ public struct APNsSettings: Sendable {
         try GatewayTLS.clientContext(identity: loadIdentity(), caFile: caFile)
     }
 
+    /// The TLS context for the HTTP/2 API: ALPN h2, the identity with certificate authentication.
+    public func http2TLSContext(_ authentication: HTTP2Authentication) throws -> NIOSSLContext {
+        var identity: ClientIdentity?
+        if case .certificate(let certificate, _) = authentication { identity = certificate }
+        return try GatewayTLS.clientContext(identity: identity, caFile: caFile, alpn: ["h2"])
+    }
+
     private static func invalidEndpoint(_ key: ConfigurationKey, _ source: ConfigurationSource, _ text: String) -> ConfigurationError {
         ConfigurationError(code: .invalidValue, key: source.origin(of: key), reason: "expected host:port, got '\(text)'")
+    }
+}
+
+/// The APNs interface the push daemon speaks.
+public enum APNsTransport: String, Sendable {
+    /// The legacy binary interface (command 2 frames on port 2195).
+    case binary
+    /// The HTTP/2 provider API.
+    case http2
+}
+
+/// How the HTTP/2 client proves who it is.
+public enum HTTP2Authentication: Sendable {
+    case token(ProviderTokenSigner, topic: String)
+    case certificate(ClientIdentity, topic: String)
+
+    public var topic: String {
+        switch self {
+        case .token(_, let topic), .certificate(_, let topic): topic
+        }
     }
 }

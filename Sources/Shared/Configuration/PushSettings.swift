@@ -25,6 +25,9 @@ public struct PushSettings: Sendable {
     public var statusHost = "127.0.0.1"
     /// The status listener's port (`push_status_port`; 0: any free port). Default 44448.
     public var statusPort = 44448
+    /// HTTP/2: how long one request may wait for its answer before it is cancelled and resent
+    /// (`push_request_timeout`). Default 10 s.
+    public var requestTimeout: Duration = .seconds(10)
 
     public init() {}
 
@@ -49,6 +52,7 @@ public struct PushSettings: Sendable {
             statusHost = host
         }
         statusPort = try Self.integer(.pushStatusPort, source, in: 0...65535) ?? statusPort
+        requestTimeout = try Self.duration(.pushRequestTimeout, source) ?? requestTimeout
         guard lease > settle * 4 else {
             throw Configuration.invalid(.pushLease, source, "must be well above push_settle (at least 4 times)")
         }

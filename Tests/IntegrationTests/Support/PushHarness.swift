@@ -41,11 +41,47 @@ struct PushHarness: Sendable {
         configuration.apns.passphrase = passphrase.map(Secret.init)
         configuration.apns.caFile = TestCertificates.path("ca.pem")
         configuration.pollInterval = .seconds(1)
-        configuration.push.settle = .milliseconds(250)
+        configuration.push.settle = .milliseconds(500)
         configuration.push.lease = .seconds(3)
         configuration.push.batchSize = 200
         configuration.push.statusPort = 0
         return configuration
+    }
+
+    static let keyID = "DEVKEY0001"
+    static let teamID = "DEVTEAM001"
+    static let topic = "com.example.PushChat"
+
+    /// A daemon speaking HTTP/2 to the simulator: token authentication with the development key (or `keyFile`), or
+    /// the client certificate when `certificate` is true.
+    func http2(keyFile: String = "AuthKey_DEVKEY0001.p8", certificate: Bool = false) throws -> (Configuration, HTTP2Authentication) {
+        var configuration = configuration()
+        configuration.apns.transport = .http2
+        configuration.apns.host = Endpoint(host: "127.0.0.1", port: ports.http2)
+        configuration.apns.topic = Self.topic
+        configuration.push.requestTimeout = .seconds(2)
+        if !certificate {
+            configuration.apns.keyFile = TestCertificates.path(keyFile)
+            configuration.apns.keyID = Self.keyID
+            configuration.apns.teamID = Self.teamID
+        }
+        return (configuration, try configuration.apns.http2Authentication())
+    }
+
+    /// Runs one HTTP/2 daemon while `body` runs.
+    func withHTTP2Daemon<T: Sendable>(
+        _ setup: (Configuration, HTTP2Authentication),
+        _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        let (configuration, authentication) = setup
+        let service = PushService(
+            configuration: configuration,
+            tls: try configuration.apns.http2TLSContext(authentication),
+            logger: TestDatabase.logger,
+            instance: "test-http2-daemon",
+            http2Authentication: authentication
+        )
+        return try await withServices([service], body)
     }
 
     /// Environment variables that give the `pushchat-push` executable the same configuration.
@@ -57,7 +93,7 @@ struct PushHarness: Sendable {
             "PUSHCHAT_APNS_PASSPHRASE": configuration.apns.passphrase?.value ?? "",
             "PUSHCHAT_APNS_CA_FILE": configuration.apns.caFile ?? "",
             "PUSHCHAT_POLL_INTERVAL": "1",
-            "PUSHCHAT_PUSH_SETTLE": "0.25",
+            "PUSHCHAT_PUSH_SETTLE": "0.5",
             "PUSHCHAT_PUSH_LEASE": "2",
             "PUSHCHAT_PUSH_BATCH_SIZE": "200",
             "PUSHCHAT_PUSH_STATUS_PORT": "0",

@@ -1,0 +1,227 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Shared
+
+/// One request to send on an HTTP/2 connection.
+struct HTTP2Request: Sendable {
+    var notification: QueuedNotification
+    var headers: HPACKHeaders
+    var body: ByteBuffer
+    /// The provider token's generation (0 with certificate authentication).
+    var tokenGeneration: Int
+}
+
+/// What an HTTP/2 connection reports to its worker.
+enum HTTP2Event: Sendable {
+    case answered(HTTP2Request, HTTP2Result)
+    /// Written but not answered (timeout, reset, GOAWAY, connection lost): safe to send again.
+    case unanswered([HTTP2Request], String)
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    case maxStreams(Int)
+    /// GOAWAY: no new streams on this connection.
+    case goingAway
+    case closed(String)
+}
+
+/// Drives one HTTP/2 connection to APNs on its event loop: one stream per notification, frames handled inline,
+/// a deadline on every stream, PING when idle, and every request accounted for when the connection ends.
+final class HTTP2ClientHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private struct Stream {
+        var request: HTTP2Request
+        var deadline: NIODeadline
+        var status = 0
+        var body: [UInt8] = []
+    }
+
+    let events: AsyncStream<HTTP2Event>.Continuation
+    let requestTimeout: TimeAmount
+    let pingInterval: TimeAmount
+    private var context: ChannelHandlerContext?
+    private var streams: [HTTP2StreamID: Stream] = [:]
+    private var nextStreamID = 1
+    private var goingAway = false
+    private var lastRead = NIODeadline.now()
+    private var pingSentAt: NIODeadline?
+    private var timer: RepeatedTask?
+    private var finished = false
+
+    init(events: AsyncStream<HTTP2Event>.Continuation, requestTimeout: TimeAmount, pingInterval: TimeAmount = .seconds(30)) {
+        self.events = events
+        self.requestTimeout = requestTimeout
+        self.pingInterval = pingInterval
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
+            loopBound.value.tick()
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finish("the connection handler was removed")
+        self.context = nil
+    }
+
+    /// Writes the requests as new streams (on the event loop); false when the connection has ended (nothing was
+    /// taken). After GOAWAY they come back unanswered.
+    func send(_ requests: [HTTP2Request], authority: String) -> Bool {
+        guard let context, !finished else { return false }
+        guard !goingAway else {
+            events.yield(.unanswered(requests, "the connection is going away"))
+            return true
+        }
+        let deadline = NIODeadline.now() + requestTimeout
+        for request in requests {
+            let streamID = HTTP2StreamID(nextStreamID)
+            nextStreamID += 2
+            streams[streamID] = Stream(request: request, deadline: deadline)
+            var headers: HPACKHeaders = [":method": "POST", ":scheme": "https", ":path": "", ":authority": authority]
+            headers.replaceOrAdd(name: ":path", value: request.headers.first(name: ":path") ?? "/")
+            for (name, value, _) in request.headers where name != ":path" { headers.add(name: name, value: value) }
+            let promise = context.eventLoop.makePromise(of: Void.self)
+            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            promise.futureResult.whenFailure { error in
+                loopBound.value.abandon(streamID, because: "not written: \(error)")
+            }
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
+                promise: promise
+            )
+        }
+        context.flush()
+        return true
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        lastRead = .now()
+        switch frame.payload {
+        case .headers(let headers):
+            if let status = headers.headers.first(name: ":status").flatMap(Int.init) { streams[frame.streamID]?.status = status }
+            if headers.endStream { complete(frame.streamID) }
+        case .data(let data):
+            if case .byteBuffer(let buffer) = data.data { streams[frame.streamID]?.body += buffer.readableBytesView }
+            if data.endStream { complete(frame.streamID) }
+        case .rstStream(let code):
+            abandon(frame.streamID, because: "stream reset (\(code))")
+        case .goAway(let lastStreamID, let code, _):
+            goingAway = true
+            let refused = streams.keys.filter { $0 > lastStreamID }
+            let requests = refused.compactMap { streams.removeValue(forKey: $0)?.request }
+            if !requests.isEmpty { events.yield(.unanswered(requests, "GOAWAY (\(code)) before these streams were processed")) }
+            events.yield(.goingAway)
+        case .settings(.settings(let settings)):
+            if let value = settings.last(where: { $0.parameter == .maxConcurrentStreams })?.value {
+                events.yield(.maxStreams(value))
+            }
+        case .ping(_, ack: true):
+            pingSentAt = nil
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish("the connection closed")
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        finish(GatewayConnector.describe(error))
+        context.close(promise: nil)
+    }
+
+    private func complete(_ streamID: HTTP2StreamID) {
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        events.yield(.answered(stream.request, HTTP2Result(status: stream.status, body: stream.body)))
+    }
+
+    private func abandon(_ streamID: HTTP2StreamID, because reason: String) {
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        events.yield(.unanswered([stream.request], reason))
+    }
+
+    /// Every 250 ms: cancel streams past their deadline; PING an idle connection; close one that does not answer.
+    private func tick() {
+        guard let context, !finished else { return }
+        let now = NIODeadline.now()
+        let expired = streams.filter { $0.value.deadline <= now }.map(\.key)
+        if !expired.isEmpty {
+            let requests = expired.compactMap { streams.removeValue(forKey: $0)?.request }
+            for streamID in expired {
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+            }
+            context.flush()
+            events.yield(.unanswered(requests, "no answer within \(requestTimeout.nanoseconds / 1_000_000) ms"))
+        }
+        if let pingSentAt, now - pingSentAt > requestTimeout {
+            finish("the server did not answer a PING")
+            context.close(promise: nil)
+        } else if pingSentAt == nil, now - lastRead > pingInterval {
+            pingSentAt = now
+            context.writeAndFlush(
+                wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(), ack: false))),
+                promise: nil
+            )
+        }
+    }
+
+    private func finish(_ reason: String) {
+        guard !finished else { return }
+        finished = true
+        timer?.cancel()
+        let requests = streams.values.map(\.request)
+        streams = [:]
+        if !requests.isEmpty { events.yield(.unanswered(requests, reason)) }
+        events.yield(.closed(reason))
+        events.finish()
+    }
+}
+
+/// Opens HTTP/2 connections to APNs (TLS with ALPN h2).
+struct HTTP2Connector: Sendable {
+    let endpoint: Endpoint
+    let tls: NIOSSLContext
+    let group: any EventLoopGroup
+    let requestTimeout: Duration
+
+    var authority: String { endpoint.port == 443 ? endpoint.host : "\(endpoint.host):\(endpoint.port)" }
+
+    func connect() async throws -> (any Channel, NIOLoopBound<HTTP2ClientHandler>, AsyncStream<HTTP2Event>) {
+        let (events, continuation) = AsyncStream.makeStream(of: HTTP2Event.self)
+        let timeout = TimeAmount.nanoseconds(
+            requestTimeout.components.seconds * 1_000_000_000 + requestTimeout.components.attoseconds / 1_000_000_000
+        )
+        let host = endpoint.host
+        let channel = try await ClientBootstrap(group: group)
+            .connectTimeout(.seconds(10))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { [tls] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let serverName = host.first?.isNumber == true || host.contains(":") ? nil : host
+                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOHTTP2Handler(mode: .client, initialSettings: [HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20)])
+                    )
+                    try channel.pipeline.syncOperations.addHandler(HTTP2ClientHandler(events: continuation, requestTimeout: timeout))
+                }
+            }
+            .connect(host: endpoint.host, port: endpoint.port)
+            .get()
+        let handler = try await channel.eventLoop.submit {
+            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: HTTP2ClientHandler.self), eventLoop: channel.eventLoop)
+        }.get()
+        return (channel, handler, events)
+    }
+}

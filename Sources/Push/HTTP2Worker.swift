@@ -1,0 +1,322 @@
+import Foundation
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHPACK
+import Shared
+
+/// One kept-open HTTP/2 connection and the loop that feeds it: claim rows, send each on its own stream (as many at
+/// once as the server allows, up to `push_window`), record each answer; on GOAWAY or a dead connection, send what
+/// went unanswered again on a new one. Reconnects forever with backoff; stops cleanly at graceful shutdown.
+struct HTTP2Worker: Sendable {
+    let settings: PushSettings
+    let pollInterval: Duration
+    let topic: String
+    let tokens: ProviderTokenCache?
+    let queue: PushQueue
+    let outcomes: Outcomes
+    let held: HeldRows
+    let signal: QueueSignal
+    let shutdown: ShutdownFlag
+    let connector: HTTP2Connector
+    let metrics: PushMetrics
+    let status: PushStatus
+    let index: Int
+    let logger: Logger
+
+    /// Rows of this worker that must be sent again (unanswered, or a refreshed token), and the in-flight count.
+    final class Session: Sendable {
+        struct State {
+            var retry: [QueuedNotification] = []
+            var inFlight = 0
+            var limit = 1
+            var answered = 0
+            var open = true
+        }
+
+        let state: NIOLockedValueBox<State>
+        let wake = QueueSignal()
+
+        init(carry: [QueuedNotification]) { state = NIOLockedValueBox(State(retry: carry)) }
+
+        func update<T>(_ body: (inout State) -> T) -> T {
+            let result = state.withLockedValue(body)
+            wake.signal()
+            return result
+        }
+    }
+
+    func run() async {
+        var backoff = Backoff()
+        var carry: [QueuedNotification] = []
+        var attempts = 0
+        let inFlight = metrics.inFlight(connection: index)
+        while !shutdown.isRequested {
+            logger.info("Connecting to \(connector.endpoint) (HTTP/2)")
+            if attempts > 0 { metrics.reconnects.increment() }
+            attempts += 1
+            let session = Session(carry: carry)
+            carry = []
+            do {
+                let (channel, handler, events) = try await connector.connect()
+                status.connectionOpened()
+                metrics.connected.increment()
+                // The reader runs until the connection's events end (every request is accounted for by then); the
+                // writer until the session closes, then it waits for the answers in flight and closes the connection.
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await read(events, session: session, channel: channel) }
+                    group.addTask { await write(session: session, channel: channel, handler: handler, inFlight: inFlight) }
+                    await group.waitForAll()
+                }
+                metrics.connected.decrement()
+                status.connectionClosed()
+                inFlight.set(0)
+            } catch {
+                logger.error("Cannot connect to \(connector.endpoint): \(GatewayConnector.describe(error))")
+            }
+            let (retry, answered) = session.state.withLockedValue { ($0.retry, $0.answered) }
+            carry = retry.sorted { $0.messageID < $1.messageID }
+            if shutdown.isRequested { break }
+            if answered > 0 {
+                backoff.reset()
+                continue
+            }
+            let delay = backoff.next()
+            logger.info("Reconnecting in \(delay.formatted) (attempt \(backoff.failures))")
+            let deadline = ContinuousClock.now + delay
+            while !shutdown.isRequested, ContinuousClock.now < deadline {
+                await signal.wait(after: signal.generation, timeout: deadline - .now)
+            }
+        }
+        if !carry.isEmpty {
+            outcomes.released(carry)
+            logger.info("Returned \(carry.count) unsent notifications to the queue")
+        }
+    }
+
+    // MARK: Sending
+
+    private func write(
+        session: Session,
+        channel: any Channel,
+        handler: NIOLoopBound<HTTP2ClientHandler>,
+        inFlight: Meter
+    ) async {
+        var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
+        let authority = connector.authority
+        while session.state.withLockedValue({ $0.open }) {
+            let wakeGeneration = session.wake.generation
+            let queueGeneration = signal.generation
+            let (free, retry, count) = session.state.withLockedValue { state in
+                let free = max(0, state.limit - state.inFlight)
+                let retry = Array(state.retry.prefix(free))
+                state.retry.removeFirst(retry.count)
+                return (free, retry, state.inFlight)
+            }
+            inFlight.set(count)
+            if shutdown.isRequested {
+                // Stop claiming; the rest is given back after the answers in flight (below).
+                session.update {
+                    $0.retry += retry
+                    $0.open = false
+                }
+                break
+            }
+            if free == 0 {
+                await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
+                continue
+            }
+            var batch = retry
+            if batch.count < free {
+                do {
+                    let start = ContinuousClock.now
+                    let claimed = try await queue.claim(limit: min(free - batch.count, settings.batchSize))
+                    metrics.claimDuration.record(duration: start.duration(to: .now))
+                    held.add(claimed.map(\.messageID))
+                    batch += claimed
+                    databaseBackoff.reset()
+                } catch {
+                    if databaseBackoff.failures == 0 {
+                        logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
+                    }
+                    if batch.isEmpty {
+                        await signal.wait(after: queueGeneration, timeout: databaseBackoff.next())
+                        continue
+                    }
+                }
+            }
+            if batch.isEmpty {
+                await signal.wait(after: queueGeneration, timeout: pollInterval)
+                continue
+            }
+            let requests = prepare(batch)
+            guard !requests.isEmpty else { continue }
+            session.update { $0.inFlight += requests.count }
+            let taken = try? await handler.eventLoop.submit { handler.value.send(requests, authority: authority) }.get()
+            if taken != true {
+                session.update {
+                    $0.inFlight -= requests.count
+                    $0.retry += requests.map(\.notification)
+                    $0.open = false
+                }
+            }
+        }
+        // Closing: wait (bounded) for the answers to what is in flight, then hang up; what stays unanswered comes
+        // back through the reader.
+        let deadline = ContinuousClock.now + settings.requestTimeout + .seconds(1)
+        while ContinuousClock.now < deadline {
+            let generation = session.wake.generation
+            if session.state.withLockedValue({ $0.inFlight }) <= 0 { break }
+            await session.wake.wait(after: generation, timeout: .milliseconds(100))
+        }
+        inFlight.set(0)
+        try? await channel.close()
+    }
+
+    /// The requests for `batch`; rows that can never be sent on this path are failed at once.
+    private func prepare(_ batch: [QueuedNotification]) -> [HTTP2Request] {
+        let now = Date()
+        var token: (token: String, generation: Int)?
+        if let tokens {
+            do {
+                token = try tokens.current(now: now)
+            } catch {
+                logger.critical("Cannot sign a provider token: \(error); notifications stay queued")
+                outcomes.released(batch)
+                return []
+            }
+        }
+        var requests: [HTTP2Request] = []
+        requests.reserveCapacity(batch.count)
+        for notification in batch {
+            let request: HTTP2Notification
+            do {
+                request = try HTTP2Notification(
+                    notification,
+                    topic: topic,
+                    defaultPriority: Int(settings.priority),
+                    defaultExpiry: settings.expirySeconds,
+                    now: now
+                )
+            } catch {
+                logger.warning(
+                    "Message \(notification.messageID) can never be sent: \(error)",
+                    metadata: ["push.message_id": "\(notification.messageID)"]
+                )
+                outcomes.failed(notification, status: "invalid", reason: error.description, kind: "unencodable")
+                continue
+            }
+            var headers = HPACKHeaders([(":path", request.path)] + request.headers)
+            if let token { headers.add(name: "authorization", value: "bearer " + token.token) }
+            if logger.logLevel <= .debug {
+                logger.debug(
+                    "Sending message \(notification.messageID) to \(notification.deviceToken)",
+                    metadata: ["push.message_id": "\(notification.messageID)"]
+                )
+            }
+            requests.append(
+                HTTP2Request(
+                    notification: notification,
+                    headers: headers,
+                    body: ByteBuffer(string: notification.payload),
+                    tokenGeneration: token?.generation ?? 0
+                )
+            )
+        }
+        return requests
+    }
+
+    // MARK: Answers
+
+    private func read(_ events: AsyncStream<HTTP2Event>, session: Session, channel: any Channel) async {
+        var authenticationLogged = false
+        for await event in events {
+            switch event {
+            case .answered(let request, let result):
+                session.update {
+                    $0.inFlight -= 1
+                    $0.answered += 1
+                }
+                handle(request, result, session: session, authenticationLogged: &authenticationLogged)
+            case .unanswered(let requests, let reason):
+                logger.warning("\(requests.count) notifications unanswered (\(reason)); sending them again")
+                metrics.resent.increment(by: requests.count)
+                session.update {
+                    $0.inFlight -= requests.count
+                    $0.retry += requests.map(\.notification)
+                }
+            case .maxStreams(let value):
+                let limit = max(1, min(value, settings.window))
+                session.update { $0.limit = limit }
+                logger.debug("The server allows \(value) concurrent streams; sending up to \(limit) at once")
+            case .goingAway:
+                // Streams up to the GOAWAY's last id are still answered; the writer waits for them, then hangs up.
+                logger.info("The server sent GOAWAY; reconnecting")
+                session.update { $0.open = false }
+            case .closed(let reason):
+                let (answered, open) = session.update { state -> (Int, Bool) in
+                    defer { state.open = false }
+                    return (state.answered, state.open)
+                }
+                if answered == 0 {
+                    logger.error("Connection to \(connector.endpoint) failed: \(reason)")
+                } else if open {
+                    logger.warning("Connection lost (\(reason))")
+                }
+            }
+        }
+    }
+
+    private func handle(_ request: HTTP2Request, _ result: HTTP2Result, session: Session, authenticationLogged: inout Bool) {
+        let notification = request.notification
+        let metadata: Logger.Metadata = ["push.message_id": "\(notification.messageID)", "apns.status": "\(result.status)"]
+        let reason = result.reason ?? "HTTP \(result.status)"
+        switch result.verdict(now: Date()) {
+        case .sent:
+            outcomes.sent([notification])
+            tokens?.accepted(generation: request.tokenGeneration)
+        case .failed(let invalidTokenAt):
+            if invalidTokenAt != nil {
+                logger.warning(
+                    "Message \(notification.messageID) refused: \(result.statusText) for token \(DeviceToken.redacted(notification.deviceToken))",
+                    metadata: metadata
+                )
+            } else {
+                logger.error("Message \(notification.messageID) refused: \(result.statusText)", metadata: metadata)
+            }
+            outcomes.failed(
+                notification,
+                status: "\(result.status)",
+                reason: reason,
+                kind: reason,
+                invalidTokenAt: invalidTokenAt,
+                source: "http2 \(result.statusText)"
+            )
+        case .retryLater:
+            let delay: Duration = result.status == 429 ? .seconds(5) : .seconds(2)
+            logger.warning(
+                "Message \(notification.messageID): \(result.statusText); trying again in \(delay.formatted)",
+                metadata: metadata
+            )
+            outcomes.deferred(notification, delay: delay, status: "\(result.status)", reason: reason)
+        case .expiredToken:
+            if (try? tokens?.expired(generation: request.tokenGeneration)) == true {
+                logger.notice("APNs called the provider token expired; made a new one and sending again", metadata: metadata)
+                session.update { $0.retry.append(notification) }
+            } else {
+                logger.critical("APNs refuses even a fresh provider token (ExpiredProviderToken): is the clock right?", metadata: metadata)
+                outcomes.deferred(notification, delay: .seconds(60), status: "403", reason: reason)
+            }
+        case .authenticationFailed:
+            if !authenticationLogged {
+                authenticationLogged = true
+                logger.critical(
+                    "APNs refused our credentials: \(result.statusText). Check PUSHCHAT_APNS_KEY_ID, _TEAM_ID, _KEY_FILE or the certificate; notifications stay queued",
+                    metadata: metadata
+                )
+            }
+            outcomes.deferred(notification, delay: .seconds(60), status: "403", reason: reason)
+        }
+    }
+}

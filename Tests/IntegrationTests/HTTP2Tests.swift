@@ -1,0 +1,188 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import Feedback
+@testable import Push
+@testable import Shared
+@testable import Simulator
+
+/// Provider tokens: made once, reused, refreshed once on expiry; checked like APNs does.
+@Suite struct ProviderTokenTests {
+    static func signer(_ file: String = "AuthKey_DEVKEY0001.p8") throws -> ProviderTokenSigner {
+        try ProviderTokenSigner(keyFile: TestCertificates.path(file), keyID: PushHarness.keyID, teamID: PushHarness.teamID)
+    }
+
+    static func verifier() throws -> ProviderTokenVerifier {
+        try ProviderTokenVerifier(
+            keyID: PushHarness.keyID,
+            teamID: PushHarness.teamID,
+            publicKeyPEM: String(contentsOfFile: TestCertificates.path("AuthKey_DEVKEY0001.pub.pem"), encoding: .utf8)
+        )
+    }
+
+    @Test func aTokenIsReusedAndRefreshedBetweenTwentyAndSixtyMinutes() throws {
+        let cache = ProviderTokenCache(signer: try Self.signer(), refreshAfter: 50 * 60)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let first = try cache.current(now: start)
+        #expect(try cache.current(now: start + 49 * 60) == first, "reused, never per request")
+        let second = try cache.current(now: start + 50 * 60)
+        #expect(second.generation == first.generation + 1)
+        #expect(second.token != first.token)
+        #expect(ProviderTokenCache(signer: try Self.signer(), refreshAfter: 60).refreshAfter == 20 * 60, "clamped to Apple's range")
+        #expect(ProviderTokenCache(signer: try Self.signer(), refreshAfter: 7200).refreshAfter == 60 * 60)
+    }
+
+    @Test func expiryRefreshesOnceThenStops() throws {
+        let cache = ProviderTokenCache(signer: try Self.signer())
+        let now = Date()
+        let first = try cache.current(now: now)
+        #expect(try cache.expired(generation: first.generation, now: now) == true)
+        let second = try cache.current(now: now)
+        #expect(second.generation == first.generation + 1)
+        #expect(try cache.expired(generation: second.generation, now: now) == false, "a fresh token refused again: no refresh loop")
+        cache.accepted(generation: second.generation)
+        #expect(try cache.expired(generation: second.generation, now: now) == true, "after a success, a later expiry refreshes again")
+    }
+
+    @Test func theVerifierAcceptsGoodTokensAndNamesTheProblemOtherwise() throws {
+        let verifier = try Self.verifier()
+        let now = Date()
+        #expect(verifier.check(try Self.signer().token(issuedAt: now), now: now) == nil)
+        #expect(verifier.check(try Self.signer().token(issuedAt: now - 3700), now: now) == "ExpiredProviderToken")
+        #expect(verifier.check(try Self.signer("AuthKey_OTHERKEY01.p8").token(issuedAt: now), now: now) == "InvalidProviderToken")
+        #expect(verifier.check("not.a.token", now: now) == "InvalidProviderToken")
+        let other = ProviderTokenSigner(keyID: "OTHERKEY01", teamID: PushHarness.teamID, key: try Self.signer().key)
+        #expect(verifier.check(try other.token(issuedAt: now), now: now) == "InvalidProviderToken", "wrong kid")
+    }
+
+    @Test func apnsIDsAreStablePerRow() {
+        let id = HTTP2Notification.apnsID(messageID: 42)
+        #expect(id == HTTP2Notification.apnsID(messageID: 42))
+        #expect(id != HTTP2Notification.apnsID(messageID: 43))
+        #expect(id.uuidString.lowercased().hasSuffix("00000000002a"))
+    }
+}
+
+/// The HTTP/2 path end to end: queue → daemon → simulator, with Apple's answers and faults.
+@Suite(.serialized) struct HTTP2DaemonTests {
+    @Test func deliversEveryRowOnceWithTokenAuthentication() async throws {
+        try await PushHarness.run { harness in
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO push_queue (device_token, payload, priority, collapse_id, push_type)
+                    VALUES (\(PushHarness.token(999)), '{"aps":{"content-available":1}}', 5, 'chat-1', 'background')
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            try await harness.queue(300)
+            try await harness.withHTTP2Daemon(try harness.http2()) {
+                try await harness.waitUntilAllSent(301)
+            }
+            let accepted = harness.simulator.state.accepted
+            #expect(accepted.count == 301)
+            #expect(Set(accepted.map(\.token)).count == 301, "nothing sent twice")
+            #expect(accepted.allSatisfy { $0.format == "http2" })
+            let background = try #require(accepted.first { $0.token == PushHarness.token(999) })
+            #expect(background.priority == 5)
+            #expect(try await harness.count("time_sent IS NULL AND claimed_until IS NOT NULL") == 0, "no row left leased")
+        }
+    }
+
+    @Test func deliversWithTheClientCertificate() async throws {
+        try await PushHarness.run { harness in
+            try await harness.queue(20)
+            try await harness.withHTTP2Daemon(try harness.http2(certificate: true)) {
+                try await harness.waitUntilAllSent(20)
+            }
+            #expect(harness.simulator.state.accepted.count == 20)
+        }
+    }
+
+    @Test func unregisteredIsFailedRecordedWithApplesTimeAndPrunedByTheFeedbackJob() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.unregisteredTokens = [PushHarness.token(2)]
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await FeedbackTests.addUsers(harness, [1, 2], registeredAgo: 7200)
+            try await harness.queue(3)
+            try await harness.withHTTP2Daemon(try harness.http2()) {
+                try await harness.waitUntil("2 sent, 1 failed") { try await harness.sentAndFailed() == [2, 1] }
+            }
+            let row = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT last_status || ' ' || last_error FROM push_queue WHERE time_failed IS NOT NULL",
+                as: String.self
+            )
+            #expect(row == "410 Unregistered")
+            let age = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT extract(epoch FROM now() - reported_at)::float8 FROM invalid_tokens",
+                as: Double.self
+            )
+            #expect(age >= 55 && age < 120, "Apple's timestamp (a minute ago in the simulator), not the time of the answer")
+            let report = try await FeedbackTests.job(harness).run()
+            #expect(report.deletedByInvalidTokens == 1)
+            #expect(try await FeedbackTests.users(harness) == "user 1")
+        }
+    }
+
+    @Test func tooManyRequestsAndServiceUnavailableAreRetried() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.http2.unavailableRequests = 3
+        simulator.http2.throttledTokens = [PushHarness.token(5)]
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await harness.queue(10)
+            try await harness.withHTTP2Daemon(try harness.http2()) {
+                try await harness.waitUntilAllSent(10, timeout: .seconds(40))
+            }
+            #expect(harness.simulator.state.accepted.count == 10)
+            #expect(harness.simulator.state.counters.rejectedByStatus["503 ServiceUnavailable"] == 3)
+            #expect(harness.simulator.state.counters.rejectedByStatus["429 TooManyRequests"] == 1)
+            #expect(try await harness.count("time_failed IS NOT NULL") == 0)
+        }
+    }
+
+    @Test func goAwayMidBatchLosesNothing() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.http2.goAwayAfterStreams = 50
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await harness.queue(400)
+            try await harness.withHTTP2Daemon(try harness.http2()) {
+                try await harness.waitUntilAllSent(400)
+            }
+            let accepted = harness.simulator.state.accepted
+            #expect(Set(accepted.map(\.token)).count == 400, "every row arrived")
+            #expect(accepted.count == 400, "streams after GOAWAY's last id were not processed, so none twice")
+            #expect(harness.simulator.state.counters.connections >= 8)
+        }
+    }
+
+    @Test func aPeerThatNeverAnswersTimesOutAndTheRowsAreResent() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.http2.silentRequests = 5
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await harness.queue(5)
+            let start = ContinuousClock.now
+            try await harness.withHTTP2Daemon(try harness.http2()) {
+                try await harness.waitUntilAllSent(5)
+            }
+            #expect(start.duration(to: .now) >= .seconds(2), "sent again only after the 2 s request timeout")
+            #expect(harness.simulator.state.accepted.count == 5)
+        }
+    }
+
+    @Test func refusedCredentialsKeepRowsQueued() async throws {
+        try await PushHarness.run { harness in
+            try await harness.queue(3)
+            try await harness.withHTTP2Daemon(try harness.http2(keyFile: "AuthKey_OTHERKEY01.p8")) {
+                try await harness.waitUntil("the rows are put back with the reason") {
+                    try await harness.count("last_status = '403' AND last_error = 'InvalidProviderToken'") == 3
+                }
+            }
+            #expect(try await harness.count("time_sent IS NULL AND time_failed IS NULL") == 3, "kept queued")
+            #expect(harness.simulator.state.accepted.isEmpty)
+        }
+    }
+}
