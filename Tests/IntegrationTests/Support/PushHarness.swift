@@ -94,7 +94,7 @@ struct PushHarness: Sendable {
             "PUSHCHAT_APNS_CA_FILE": configuration.apns.caFile ?? "",
             "PUSHCHAT_POLL_INTERVAL": "1",
             "PUSHCHAT_PUSH_SETTLE": "0.5",
-            "PUSHCHAT_PUSH_LEASE": "2",
+            "PUSHCHAT_PUSH_LEASE": "3",
             "PUSHCHAT_PUSH_BATCH_SIZE": "200",
             "PUSHCHAT_PUSH_STATUS_PORT": "0",
             "PUSHCHAT_LOG_FILE": "-",
