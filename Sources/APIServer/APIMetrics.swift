@@ -5,7 +5,7 @@ import Shared
 
 /// The API's figures: requests by command and status, their durations, notifications queued.
 ///
-/// Exported as `pushchat_api_requests{command,status}`, `pushchat_api_request_duration_seconds` (a histogram per
+/// Exported as `pushchat_api_requests{command,status}`, `pushchat_api_request_duration` (a histogram in seconds per
 /// command) and `pushchat_api_notifications_queued`.
 struct APIMetrics: Sendable {
     static let commands = ["join", "leave", "update", "message", "fetch", "unparsed"]

@@ -65,7 +65,7 @@ struct HTTP2Worker: Sendable {
                 // The reader runs until the connection's events end (every request is accounted for by then); the
                 // writer until the session closes, then it waits for the answers in flight and closes the connection.
                 await withTaskGroup(of: Void.self) { group in
-                    group.addTask { await read(events, session: session, channel: channel) }
+                    group.addTask { await read(events, session: session) }
                     group.addTask { await write(session: session, channel: channel, handler: handler, inFlight: inFlight) }
                     await group.waitForAll()
                 }
@@ -82,17 +82,9 @@ struct HTTP2Worker: Sendable {
                 backoff.reset()
                 continue
             }
-            let delay = backoff.next()
-            logger.info("Reconnecting in \(delay.formatted) (attempt \(backoff.failures))")
-            let deadline = ContinuousClock.now + delay
-            while !shutdown.isRequested, ContinuousClock.now < deadline {
-                await signal.wait(after: signal.generation, timeout: deadline - .now)
-            }
+            await Reconnect.pause(&backoff, signal: signal, shutdown: shutdown, logger: logger)
         }
-        if !carry.isEmpty {
-            outcomes.released(carry)
-            logger.info("Returned \(carry.count) unsent notifications to the queue")
-        }
+        Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
     }
 
     // MARK: Sending
@@ -229,7 +221,7 @@ struct HTTP2Worker: Sendable {
 
     // MARK: Answers
 
-    private func read(_ events: AsyncStream<HTTP2Event>, session: Session, channel: any Channel) async {
+    private func read(_ events: AsyncStream<HTTP2Event>, session: Session) async {
         var authenticationLogged = false
         for await event in events {
             switch event {

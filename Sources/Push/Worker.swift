@@ -81,19 +81,9 @@ struct Worker: Sendable {
                 backoff.reset()
                 continue
             }
-            let delay = backoff.next()
-            logger.info("Reconnecting in \(delay.formatted) (attempt \(backoff.failures))")
-            // Queue NOTIFYs wake the wait too: sleep out the whole delay (a busy queue must not make us spin),
-            // unless shutting down.
-            let deadline = ContinuousClock.now + delay
-            while !shutdown.isRequested, ContinuousClock.now < deadline {
-                await signal.wait(after: signal.generation, timeout: deadline - .now)
-            }
+            await Reconnect.pause(&backoff, signal: signal, shutdown: shutdown, logger: logger)
         }
-        if !carry.isEmpty {
-            outcomes.released(carry)
-            logger.info("Returned \(carry.count) unsent notifications to the queue")
-        }
+        Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
     }
 
     // MARK: One connection

@@ -1,0 +1,23 @@
+import Logging
+import Shared
+
+/// What both workers (binary and HTTP/2) do between connections and when they stop.
+enum Reconnect {
+    /// Waits out the next backoff delay before reconnecting. Queue NOTIFYs wake the wait but do not end it (a busy
+    /// queue must not make the worker spin against a gateway that refuses it); shutdown does.
+    static func pause(_ backoff: inout Backoff, signal: QueueSignal, shutdown: ShutdownFlag, logger: Logger) async {
+        let delay = backoff.next()
+        logger.info("Reconnecting in \(delay.formatted) (attempt \(backoff.failures))")
+        let deadline = ContinuousClock.now + delay
+        while !shutdown.isRequested, ContinuousClock.now < deadline {
+            await signal.wait(after: signal.generation, timeout: deadline - .now)
+        }
+    }
+
+    /// Gives rows that were never sent back to the queue for the next daemon.
+    static func giveBack(_ carry: [QueuedNotification], outcomes: Outcomes, logger: Logger) {
+        guard !carry.isEmpty else { return }
+        outcomes.released(carry)
+        logger.info("Returned \(carry.count) unsent notifications to the queue")
+    }
+}
