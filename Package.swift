@@ -45,6 +45,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ],
             swiftSettings: swiftSettings
         ),

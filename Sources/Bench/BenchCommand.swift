@@ -30,7 +30,7 @@ struct BenchCommand: AsyncParsableCommand {
     var apiSeconds = 5
     @Option(help: "Concurrent clients for the API figures.")
     var clients = 32
-    @Option(help: "Only these figure groups, comma-separated: simulator, drain, memory, latency, api, fanout, feedback.")
+    @Option(help: "Only these figure groups, comma-separated: simulator, drain, http2, memory, latency, api, fanout, feedback.")
     var only: String?
     @Option(help: "Idle-latency samples.")
     var samples = 300
@@ -46,12 +46,13 @@ struct BenchCommand: AsyncParsableCommand {
                 identity: try ClientIdentity.load(path: certs + "/ck.pem", passphrase: passphrase),
                 caFile: certs + "/ca.pem"
             )
-            let groups = Set((only ?? "simulator,drain,memory,latency,api,fanout,feedback").split(separator: ",").map(String.init))
+            let groups = Set((only ?? "simulator,drain,http2,memory,latency,api,fanout,feedback").split(separator: ",").map(String.init))
             if groups.contains("simulator") { results += try await bench.simulatorDecodeRate(frames: 500_000, tls: tls) }
             if groups.contains("drain") {
                 results += try await bench.drain(rows: rows, daemons: 1)
                 results += try await bench.drain(rows: rows, daemons: 2)
             }
+            if groups.contains("http2") { results += try await bench.drain(rows: rows, daemons: 1, transport: .http2) }
             if groups.contains("memory") {
                 results += try await bench.drain(rows: memoryRows, daemons: 1, memoryOnly: true)
             }

@@ -214,6 +214,7 @@ struct HTTP2Connector: Sendable {
                     try channel.pipeline.syncOperations.addHandler(
                         NIOHTTP2Handler(mode: .client, initialSettings: [HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20)])
                     )
+                    try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler())
                     try channel.pipeline.syncOperations.addHandler(HTTP2ClientHandler(events: continuation, requestTimeout: timeout))
                 }
             }

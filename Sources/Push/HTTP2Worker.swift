@@ -60,6 +60,7 @@ struct HTTP2Worker: Sendable {
             carry = []
             do {
                 let (channel, handler, events) = try await connector.connect()
+                logger.info("Connection OK (HTTP/2)")
                 status.connectionOpened()
                 metrics.connected.increment()
                 // The reader runs until the connection's events end (every request is accounted for by then); the

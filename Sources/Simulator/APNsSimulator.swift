@@ -104,6 +104,7 @@ public final class APNsSimulator: Service, Sendable {
                     ]
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: http2TLSContext))
                     try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
+                    try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler(window: .init(target: 4 << 20)))
                     try channel.pipeline.syncOperations.addHandler(
                         HTTP2Handler(
                             options: configuration.http2,

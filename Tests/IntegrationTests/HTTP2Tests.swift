@@ -128,6 +128,27 @@ import Testing
         }
     }
 
+    /// Every HTTP/2 connection starts with a 65,535-byte window each way; both ends must grant more as it is used.
+    @Test func moreThanTheInitialConnectionWindowFlowsBothWaysOnOneConnection() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.unregisteredTokens = Set((1001...2600).map(PushHarness.token))
+        try await PushHarness.run(simulator: simulator) { harness in
+            // 400 rows of 2 KB: 800 KB of DATA to the server, twelve times its initial window.
+            let alert = String(repeating: "x", count: 2000)
+            try await harness.queue(400, payload: #"{"aps":{"alert":"\#(alert)"}}"#)
+            // 1,600 answers of 410 with a JSON body (about 55 bytes each): 88 KB of DATA back to the client.
+            try await harness.queue(1600, from: 1001)
+            try await harness.withHTTP2Daemon(try harness.http2()) {
+                try await harness.waitUntil(timeout: .seconds(60), "400 sent and 1,600 failed") {
+                    try await harness.sentAndFailed() == [400, 1600]
+                }
+            }
+            #expect(harness.simulator.state.counters.connections == 1, "no connection was given up for lack of window")
+            #expect(harness.simulator.state.counters.accepted == 400, "nothing sent twice")
+            #expect(try await harness.count("attempts > 1") == 0)
+        }
+    }
+
     @Test func tooManyRequestsAndServiceUnavailableAreRetried() async throws {
         var simulator = SimulatorTests.configuration()
         simulator.http2.unavailableRequests = 3

@@ -98,4 +98,62 @@ import Testing
         #expect(result.standardError.contains("wrong passphrase"))
         #expect(!(result.standardError + result.standardOutput).contains("wrong-wrong"))
     }
+
+    @Test func http2ExecutableDeliversSurvivesAKillAndStopsCleanly() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.http2.answerDelay = .milliseconds(2)  // keep streams in flight when the daemon dies
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await harness.queue(3000)
+            let environment = harness.environment(try harness.http2().0)
+            let (first, _) = try Self.start(environment)
+            try await harness.waitUntil(timeout: .seconds(20), "the first daemon delivers something") {
+                harness.simulator.state.counters.accepted >= 300
+            }
+            kill(first.processIdentifier, SIGKILL)
+            _ = try await Self.waitForExit(first, timeout: .seconds(5))
+            #expect(first.terminationReason == .uncaughtSignal)
+            // Rows the dead daemon held come back when their 3 s lease runs out.
+            let (process, output) = try Self.start(environment)
+            try await harness.waitUntilAllSent(3000, timeout: .seconds(60))
+            process.terminate()  // SIGTERM
+            #expect(try await Self.waitForExit(process, timeout: .seconds(15)))
+            #expect(process.terminationReason == .exit)
+            #expect(process.terminationStatus == 0)
+            let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(log.contains("Push daemon started (development mode, HTTP/2 to 127.0.0.1:\(harness.ports.http2))"))
+            #expect(log.contains("Connection OK (HTTP/2)"))
+            #expect(log.contains("Push daemon stopped"))
+            #expect(!log.contains("BEGIN PRIVATE KEY") && !log.contains("eyJ"), "neither the key nor a provider token is logged")
+            let accepted = harness.simulator.state.accepted
+            #expect(accepted.allSatisfy { $0.format == "http2" })
+            #expect(Set(accepted.map(\.token)) == Set((1...3000).map(PushHarness.token)), "every row reached the gateway")
+            #expect(try await harness.count("claimed_until IS NOT NULL AND time_sent IS NULL") == 0, "none stays claimed")
+        }
+    }
+
+    @Test func http2WithoutUsableCredentialsStopsAtStartNamingTheSetting() throws {
+        let base = [
+            "PUSHCHAT_DATABASE_URL": "postgres://u@127.0.0.1:1/db",
+            "PUSHCHAT_APNS_TRANSPORT": "http2",
+            "PUSHCHAT_APNS_HOST": "127.0.0.1:1",
+            "PUSHCHAT_APNS_KEY_FILE": TestCertificates.path("AuthKey_DEVKEY0001.p8"),
+            "PUSHCHAT_APNS_KEY_ID": PushHarness.keyID,
+            "PUSHCHAT_APNS_TEAM_ID": PushHarness.teamID,
+            "PUSHCHAT_APNS_TOPIC": PushHarness.topic,
+            "PUSHCHAT_LOG_FILE": "-",
+        ]
+        let daemon = Executable(name: "pushchat-push")
+        let noTopic = try daemon.run(["development"], environment: base.merging(["PUSHCHAT_APNS_TOPIC": ""]) { $1 })
+        #expect(noTopic.status == 78)
+        #expect(noTopic.standardError.contains("PUSHCHAT_APNS_TOPIC"))
+        let noKeyID = try daemon.run(["development"], environment: base.merging(["PUSHCHAT_APNS_KEY_ID": ""]) { $1 })
+        #expect(noKeyID.status == 78)
+        #expect(noKeyID.standardError.contains("PUSHCHAT_APNS_KEY_ID"))
+        let missingKey = try daemon.run(
+            ["development"],
+            environment: base.merging(["PUSHCHAT_APNS_KEY_FILE": "/nonexistent/AuthKey.p8"]) { $1 }
+        )
+        #expect(missingKey.status == 78)
+        #expect(missingKey.standardError.contains("/nonexistent/AuthKey.p8"))
+    }
 }

@@ -86,7 +86,7 @@ struct PushHarness: Sendable {
 
     /// Environment variables that give the `pushchat-push` executable the same configuration.
     func environment(_ configuration: Configuration) -> [String: String] {
-        [
+        var environment = [
             "PUSHCHAT_DATABASE_URL": configuration.databaseURL.connectionString,
             "PUSHCHAT_APNS_GATEWAY": configuration.apns.gateway.description,
             "PUSHCHAT_APNS_CERTIFICATE": configuration.apns.certificate ?? "",
@@ -100,6 +100,16 @@ struct PushHarness: Sendable {
             "PUSHCHAT_LOG_FILE": "-",
             "PUSHCHAT_LOG_LEVEL": "info",
         ]
+        if configuration.apns.transport == .http2 {
+            environment["PUSHCHAT_APNS_TRANSPORT"] = "http2"
+            environment["PUSHCHAT_APNS_HOST"] = configuration.apns.host.description
+            environment["PUSHCHAT_APNS_TOPIC"] = configuration.apns.topic ?? ""
+            environment["PUSHCHAT_APNS_KEY_FILE"] = configuration.apns.keyFile ?? ""
+            environment["PUSHCHAT_APNS_KEY_ID"] = configuration.apns.keyID ?? ""
+            environment["PUSHCHAT_APNS_TEAM_ID"] = configuration.apns.teamID ?? ""
+            environment["PUSHCHAT_PUSH_REQUEST_TIMEOUT"] = "\(configuration.push.requestTimeout.components.seconds)"
+        }
+        return environment
     }
 
     /// Runs push daemons in this process while `body` runs, then shuts them down gracefully.
