@@ -180,7 +180,7 @@ extension Bench {
         process.executableURL = URL(fileURLWithPath: binDir + "/" + name)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") }
-            .merging(environment) { $1 }.merging(extra) { $1 }
+            .merging(environment) { $1 }.merging(extra) { $1 }.merging(overrides) { $1 }
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         return process

@@ -18,6 +18,8 @@ final class Bench: Sendable {
     let simulator: APNsSimulator
     let ports: APNsSimulator.Ports
     let environment: [String: String]
+    /// `--env`: applied last, over each figure's own settings.
+    let overrides: [String: String]
     let binDir: String
     let logger: Logger
     let stop: @Sendable () async -> Void
@@ -28,6 +30,7 @@ final class Bench: Sendable {
         simulator: APNsSimulator,
         ports: APNsSimulator.Ports,
         environment: [String: String],
+        overrides: [String: String],
         binDir: String,
         logger: Logger,
         stop: @escaping @Sendable () async -> Void
@@ -37,12 +40,20 @@ final class Bench: Sendable {
         self.simulator = simulator
         self.ports = ports
         self.environment = environment
+        self.overrides = overrides
         self.binDir = binDir
         self.logger = logger
         self.stop = stop
     }
 
-    static func prepare(server: DatabaseURL, certs: String, passphrase: String, binDir: String, logger: Logger) async throws -> Bench {
+    static func prepare(
+        server: DatabaseURL,
+        certs: String,
+        passphrase: String,
+        binDir: String,
+        overrides: [String: String] = [:],
+        logger: Logger
+    ) async throws -> Bench {
         let (developmentKeyID, developmentTeamID, developmentTopic) = (Self.developmentKeyID, Self.developmentTeamID, Self.developmentTopic)
         let name = "pushchat_bench_\(getpid())"
         try await execute(server, "DROP DATABASE IF EXISTS \(name)", logger: logger)
@@ -92,8 +103,16 @@ final class Bench: Sendable {
             "PUSHCHAT_LOG_FILE": "-",
             "PUSHCHAT_LOG_LEVEL": "warning",
         ]
-        return Bench(url: url, server: server, simulator: simulator, ports: ports, environment: environment, binDir: binDir, logger: logger)
-        {
+        return Bench(
+            url: url,
+            server: server,
+            simulator: simulator,
+            ports: ports,
+            environment: environment,
+            overrides: overrides,
+            binDir: binDir,
+            logger: logger
+        ) {
             stopContinuation.finish()
             _ = try? await running.value
         }
@@ -111,7 +130,15 @@ final class Bench: Sendable {
     // MARK: Figures
 
     /// Queues `rows` notifications, starts `daemons` push daemons, and measures until every row is stamped sent.
-    func drain(rows: Int, daemons: Int, transport: APNsTransport = .binary, memoryOnly: Bool = false) async throws -> [Figure] {
+    /// With `summary`, one informational line instead of the figure and its checks (`memory` adds the RSS figure).
+    func drain(
+        rows: Int,
+        daemons: Int,
+        transport: APNsTransport = .binary,
+        connections: Int = 1,
+        summary: String? = nil,
+        memory: Bool = false
+    ) async throws -> [Figure] {
         progress("drain (\(transport.rawValue))")
         try await query("TRUNCATE push_queue")
         try await query(
@@ -123,7 +150,8 @@ final class Bench: Sendable {
         )
         try await query("VACUUM ANALYZE push_queue")
         let acceptedBefore = simulator.state.counters.accepted
-        let processes = try (0..<daemons).map { _ in try startDaemon(extra: ["PUSHCHAT_APNS_TRANSPORT": transport.rawValue]) }
+        let daemonEnvironment = ["PUSHCHAT_APNS_TRANSPORT": transport.rawValue, "PUSHCHAT_APNS_CONNECTIONS": "\(connections)"]
+        let processes = try (0..<daemons).map { _ in try startDaemon(extra: daemonEnvironment) }
         defer {
             for process in processes where process.isRunning { process.terminate() }
             for process in processes { process.waitUntilExit() }
@@ -131,12 +159,17 @@ final class Bench: Sendable {
         let start = ContinuousClock.now
         var peakRSS = 0
         var samples: [Int] = []
-        while case let pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL"),
-            pending > 0
-        {
+        // Progress comes from the simulator (in this process): counting pending rows in PostgreSQL every 50 ms took
+        // as much of the database as the daemon under test. The database is asked only once the gateway has it all.
+        var pending = rows
+        while pending > 0 {
+            let accepted = simulator.state.counters.accepted - acceptedBefore
+            if accepted >= rows {
+                pending = Int(try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL"))
+            }
             let rss = processes.map { Self.residentMemory(of: $0.processIdentifier) }.max() ?? 0
             peakRSS = max(peakRSS, rss)
-            let quarter = Int((Double(rows) - Double(pending)) / Double(rows) * 4)
+            let quarter = min(accepted, rows) * 4 / rows
             if quarter > samples.count - 1 || samples.isEmpty { samples.append(rss / 1024) }
             if ContinuousClock.now - start > .seconds(300) { throw SimulatorError(reason: "drain did not finish in 5 minutes") }
             try await Task.sleep(for: .milliseconds(50))
@@ -152,7 +185,8 @@ final class Bench: Sendable {
         let rawStart = ContinuousClock.now
         try await query("UPDATE push_queue SET time_sent = now()")
         let raw = Double(rows) / (ContinuousClock.now - rawStart).seconds
-        let label = daemons == 1 ? "one daemon" : "\(daemons) daemons sharing the queue"
+        var label = daemons == 1 ? "one daemon" : "\(daemons) daemons sharing the queue"
+        if connections > 1 { label += ", \(connections) connections" }
         let target = transport == .http2 ? 20_000.0 : 50_000.0
         var figures = [
             Figure(
@@ -175,17 +209,17 @@ final class Bench: Sendable {
                 met: nil
             ),
         ]
-        if memoryOnly {
+        if let summary {
             figures = [
                 Figure(
-                    name: "  (drain rate with \(rows) pending rows)",
+                    name: "  (\(summary))",
                     value: "\(Int(rate)) rows/s, \(duplicates) sent twice, \(String(format: "%.2f", rate / raw)) of a raw UPDATE",
                     target: "-",
                     met: nil
                 )
             ]
         }
-        if daemons == 1 && (memoryOnly || rows >= 1_000_000) {
+        if daemons == 1 && (memory || rows >= 1_000_000) {
             figures.insert(
                 Figure(
                     name: "  push daemon RSS while draining \(rows) pending rows",
@@ -193,7 +227,7 @@ final class Bench: Sendable {
                     target: "≤ 100 MB, flat",
                     met: peakRSS / 1024 <= 100
                 ),
-                at: memoryOnly ? 0 : figures.count
+                at: memory ? 0 : figures.count
             )
         }
         return figures

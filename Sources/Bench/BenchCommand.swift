@@ -34,12 +34,28 @@ struct BenchCommand: AsyncParsableCommand {
     var only: String?
     @Option(help: "Idle-latency samples.")
     var samples = 300
+    @Option(name: .customLong("env"), help: "KEY=VALUE for the daemons under test, e.g. PUSHCHAT_PUSH_WINDOW=200 (repeatable).")
+    var overrides: [String] = []
 
     func run() async throws {
         var logger = Logger(label: "pushchat-bench")
         logger.logLevel = .error
         let server = try DatabaseURL(parsing: databaseURL, key: "--database-url")
-        let bench = try await Bench.prepare(server: server, certs: certs, passphrase: passphrase, binDir: binDir, logger: logger)
+        var environment: [String: String] = [:]
+        for pair in overrides {
+            guard let equals = pair.firstIndex(of: "="), pair.hasPrefix("PUSHCHAT_") else {
+                throw ValidationError("--env takes PUSHCHAT_KEY=VALUE, not '\(pair)'")
+            }
+            environment[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+        }
+        let bench = try await Bench.prepare(
+            server: server,
+            certs: certs,
+            passphrase: passphrase,
+            binDir: binDir,
+            overrides: environment,
+            logger: logger
+        )
         var results: [Bench.Figure] = []
         do {
             let tls = try GatewayTLS.clientContext(
@@ -52,9 +68,17 @@ struct BenchCommand: AsyncParsableCommand {
                 results += try await bench.drain(rows: rows, daemons: 1)
                 results += try await bench.drain(rows: rows, daemons: 2)
             }
-            if groups.contains("http2") { results += try await bench.drain(rows: rows, daemons: 1, transport: .http2) }
+            if groups.contains("http2") {
+                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, connections: 2)
+                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, summary: "HTTP/2 over one connection")
+            }
             if groups.contains("memory") {
-                results += try await bench.drain(rows: memoryRows, daemons: 1, memoryOnly: true)
+                results += try await bench.drain(
+                    rows: memoryRows,
+                    daemons: 1,
+                    summary: "drain rate with \(memoryRows) pending rows",
+                    memory: true
+                )
             }
             if groups.contains("latency") { results += try await bench.idleLatency(samples: samples) }
             if groups.contains("api") { results += try await bench.apiThroughput(seconds: apiSeconds, connections: clients) }

@@ -16,9 +16,16 @@ struct HTTP2Request: Sendable {
     var tokenGeneration: Int
 }
 
+/// A request and what the server said.
+struct HTTP2Answer: Sendable {
+    var request: HTTP2Request
+    var result: HTTP2Result
+}
+
 /// What an HTTP/2 connection reports to its worker.
 enum HTTP2Event: Sendable {
-    case answered(HTTP2Request, HTTP2Result)
+    /// Answers that arrived in one read from the socket, in order.
+    case answered([HTTP2Answer])
     /// Written but not answered (timeout, reset, GOAWAY, connection lost): safe to send again.
     case unanswered([HTTP2Request], String)
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
@@ -52,6 +59,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     private var pingSentAt: NIODeadline?
     private var timer: RepeatedTask?
     private var finished = false
+    private var answers: [HTTP2Answer] = []
 
     init(events: AsyncStream<HTTP2Event>.Continuation, requestTimeout: TimeAmount, pingInterval: TimeAmount = .seconds(30)) {
         self.events = events
@@ -77,7 +85,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     func send(_ requests: [HTTP2Request], authority: String) -> Bool {
         guard let context, !finished else { return false }
         guard !goingAway else {
-            events.yield(.unanswered(requests, "the connection is going away"))
+            report(.unanswered(requests, "the connection is going away"))
             return true
         }
         let deadline = NIODeadline.now() + requestTimeout
@@ -119,17 +127,22 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
             goingAway = true
             let refused = streams.keys.filter { $0 > lastStreamID }
             let requests = refused.compactMap { streams.removeValue(forKey: $0)?.request }
-            if !requests.isEmpty { events.yield(.unanswered(requests, "GOAWAY (\(code)) before these streams were processed")) }
-            events.yield(.goingAway)
+            if !requests.isEmpty { report(.unanswered(requests, "GOAWAY (\(code)) before these streams were processed")) }
+            report(.goingAway)
         case .settings(.settings(let settings)):
             if let value = settings.last(where: { $0.parameter == .maxConcurrentStreams })?.value {
-                events.yield(.maxStreams(value))
+                report(.maxStreams(value))
             }
         case .ping(_, ack: true):
             pingSentAt = nil
         default:
             break
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        report()
+        context.fireChannelReadComplete()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -144,12 +157,21 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
 
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
-        events.yield(.answered(stream.request, HTTP2Result(status: stream.status, body: stream.body)))
+        answers.append(HTTP2Answer(request: stream.request, result: HTTP2Result(status: stream.status, body: stream.body)))
+    }
+
+    /// Hands the worker the answers gathered so far, then `event`: one wake-up per read, not per stream.
+    private func report(_ event: HTTP2Event? = nil) {
+        if !answers.isEmpty {
+            events.yield(.answered(answers))
+            answers.removeAll(keepingCapacity: true)
+        }
+        if let event { events.yield(event) }
     }
 
     private func abandon(_ streamID: HTTP2StreamID, because reason: String) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
-        events.yield(.unanswered([stream.request], reason))
+        report(.unanswered([stream.request], reason))
     }
 
     /// Every 250 ms: cancel streams past their deadline; PING an idle connection; close one that does not answer.
@@ -163,7 +185,7 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
             }
             context.flush()
-            events.yield(.unanswered(requests, "no answer within \(requestTimeout.nanoseconds / 1_000_000) ms"))
+            report(.unanswered(requests, "no answer within \(requestTimeout.nanoseconds / 1_000_000) ms"))
         }
         if let pingSentAt, now - pingSentAt > requestTimeout {
             finish("the server did not answer a PING")
@@ -183,8 +205,8 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
         timer?.cancel()
         let requests = streams.values.map(\.request)
         streams = [:]
-        if !requests.isEmpty { events.yield(.unanswered(requests, reason)) }
-        events.yield(.closed(reason))
+        if !requests.isEmpty { report(.unanswered(requests, reason)) }
+        report(.closed(reason))
         events.finish()
     }
 }

@@ -28,7 +28,10 @@ struct HTTP2Worker: Sendable {
     /// Rows of this worker that must be sent again (unanswered, or a refreshed token), and the in-flight count.
     final class Session: Sendable {
         struct State {
+            /// Sent before anything else: unanswered, a refreshed token, left from the last connection.
             var retry: [QueuedNotification] = []
+            /// Claimed ahead, waiting for a free stream.
+            var ready: [QueuedNotification] = []
             var inFlight = 0
             var limit = 1
             var answered = 0
@@ -36,13 +39,21 @@ struct HTTP2Worker: Sendable {
         }
 
         let state: NIOLockedValueBox<State>
+        /// Any change (answers, sends, claims).
         let wake = QueueSignal()
+        /// The session stopped taking new work (GOAWAY, connection lost, shutdown).
+        let closing = QueueSignal()
 
         init(carry: [QueuedNotification]) { state = NIOLockedValueBox(State(retry: carry)) }
 
         func update<T>(_ body: (inout State) -> T) -> T {
-            let result = state.withLockedValue(body)
+            let (result, closed) = state.withLockedValue { state in
+                let wasOpen = state.open
+                let result = body(&state)
+                return (result, wasOpen && !state.open)
+            }
             wake.signal()
+            if closed { closing.signal() }
             return result
         }
     }
@@ -68,6 +79,7 @@ struct HTTP2Worker: Sendable {
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask { await read(events, session: session) }
                     group.addTask { await write(session: session, channel: channel, handler: handler, inFlight: inFlight) }
+                    group.addTask { await claim(session: session) }
                     await group.waitForAll()
                 }
                 metrics.connected.decrement()
@@ -76,8 +88,8 @@ struct HTTP2Worker: Sendable {
             } catch {
                 logger.error("Cannot connect to \(connector.endpoint): \(GatewayConnector.describe(error))")
             }
-            let (retry, answered) = session.state.withLockedValue { ($0.retry, $0.answered) }
-            carry = retry.sorted { $0.messageID < $1.messageID }
+            let (unsent, answered) = session.state.withLockedValue { ($0.retry + $0.ready, $0.answered) }
+            carry = unsent.sorted { $0.messageID < $1.messageID }
             if shutdown.isRequested { break }
             if answered > 0 {
                 backoff.reset()
@@ -96,51 +108,30 @@ struct HTTP2Worker: Sendable {
         handler: NIOLoopBound<HTTP2ClientHandler>,
         inFlight: Meter
     ) async {
-        var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
         let authority = connector.authority
         while session.state.withLockedValue({ $0.open }) {
             let wakeGeneration = session.wake.generation
             let queueGeneration = signal.generation
-            let (free, retry, count) = session.state.withLockedValue { state in
-                let free = max(0, state.limit - state.inFlight)
-                let retry = Array(state.retry.prefix(free))
-                state.retry.removeFirst(retry.count)
-                return (free, retry, state.inFlight)
-            }
-            inFlight.set(count)
             if shutdown.isRequested {
-                // Stop claiming; the rest is given back after the answers in flight (below).
-                session.update {
-                    $0.retry += retry
-                    $0.open = false
-                }
+                // Stop sending; what is claimed is given back after the answers in flight (below).
+                session.update { $0.open = false }
                 break
             }
-            if free == 0 {
-                await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
-                continue
+            let (batch, count) = session.state.withLockedValue { state -> ([QueuedNotification], Int) in
+                // Send in batches of a quarter of the streams allowed (one event-loop hop each), retries first.
+                let free = max(0, state.limit - state.inFlight)
+                let refill = min(settings.batchSize, max(1, state.limit / 4))
+                guard free > 0, free >= refill || state.inFlight == 0 || !state.retry.isEmpty else { return ([], state.inFlight) }
+                var batch = Array(state.retry.prefix(free))
+                state.retry.removeFirst(batch.count)
+                let more = min(free - batch.count, state.ready.count)
+                batch += state.ready.prefix(more)
+                state.ready.removeFirst(more)
+                return (batch, state.inFlight)
             }
-            var batch = retry
-            if batch.count < free {
-                do {
-                    let start = ContinuousClock.now
-                    let claimed = try await queue.claim(limit: min(free - batch.count, settings.batchSize))
-                    metrics.claimDuration.record(duration: start.duration(to: .now))
-                    held.add(claimed.map(\.messageID))
-                    batch += claimed
-                    databaseBackoff.reset()
-                } catch {
-                    if databaseBackoff.failures == 0 {
-                        logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
-                    }
-                    if batch.isEmpty {
-                        await signal.wait(after: queueGeneration, timeout: databaseBackoff.next())
-                        continue
-                    }
-                }
-            }
+            inFlight.set(count)
             if batch.isEmpty {
-                await signal.wait(after: queueGeneration, timeout: pollInterval)
+                await QueueSignal.wait(for: [(session.wake, wakeGeneration), (signal, queueGeneration)], timeout: .seconds(1))
                 continue
             }
             let requests = prepare(batch)
@@ -165,6 +156,44 @@ struct HTTP2Worker: Sendable {
         }
         inFlight.set(0)
         try? await channel.close()
+    }
+
+    /// Keeps rows claimed ahead of the free streams (at least one window's worth), so sending never waits for
+    /// PostgreSQL: claims of `push_batch_size` rows run while earlier rows are on the wire.
+    private func claim(session: Session) async {
+        var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
+        while !shutdown.isRequested {
+            let wakeGeneration = session.wake.generation
+            let closingGeneration = session.closing.generation
+            let queueGeneration = signal.generation
+            let (open, wanted) = session.state.withLockedValue { ($0.open, $0.ready.count < max($0.limit, settings.batchSize / 2)) }
+            guard open else { return }
+            if !wanted {
+                await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
+                continue
+            }
+            do {
+                let start = ContinuousClock.now
+                let claimed = try await queue.claim(limit: settings.batchSize)
+                metrics.claimDuration.record(duration: start.duration(to: .now))
+                databaseBackoff.reset()
+                if claimed.isEmpty {
+                    // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
+                    await QueueSignal.wait(for: [(signal, queueGeneration), (session.closing, closingGeneration)], timeout: pollInterval)
+                    continue
+                }
+                held.add(claimed.map(\.messageID))
+                session.update { $0.ready += claimed }
+            } catch {
+                if databaseBackoff.failures == 0 {
+                    logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
+                }
+                await QueueSignal.wait(
+                    for: [(signal, queueGeneration), (session.closing, closingGeneration)],
+                    timeout: databaseBackoff.next()
+                )
+            }
+        }
     }
 
     /// The requests for `batch`; rows that can never be sent on this path are failed at once.
@@ -226,12 +255,18 @@ struct HTTP2Worker: Sendable {
         var authenticationLogged = false
         for await event in events {
             switch event {
-            case .answered(let request, let result):
+            case .answered(let answers):
                 session.update {
-                    $0.inFlight -= 1
-                    $0.answered += 1
+                    $0.inFlight -= answers.count
+                    $0.answered += answers.count
                 }
-                handle(request, result, session: session, authenticationLogged: &authenticationLogged)
+                var sent: [QueuedNotification] = []
+                sent.reserveCapacity(answers.count)
+                let now = Date()
+                for answer in answers {
+                    handle(answer, now: now, sent: &sent, session: session, authenticationLogged: &authenticationLogged)
+                }
+                outcomes.sent(sent)
             case .unanswered(let requests, let reason):
                 logger.warning("\(requests.count) notifications unanswered (\(reason)); sending them again")
                 metrics.resent.increment(by: requests.count)
@@ -261,13 +296,21 @@ struct HTTP2Worker: Sendable {
         }
     }
 
-    private func handle(_ request: HTTP2Request, _ result: HTTP2Result, session: Session, authenticationLogged: inout Bool) {
+    /// Acts on one answer; rows APNs accepted are added to `sent` (recorded together by the caller).
+    private func handle(
+        _ answer: HTTP2Answer,
+        now: Date,
+        sent: inout [QueuedNotification],
+        session: Session,
+        authenticationLogged: inout Bool
+    ) {
+        let (request, result) = (answer.request, answer.result)
         let notification = request.notification
         let metadata: Logger.Metadata = ["push.message_id": "\(notification.messageID)", "apns.status": "\(result.status)"]
         let reason = result.reason ?? "HTTP \(result.status)"
-        switch result.verdict(now: Date()) {
+        switch result.verdict(now: now) {
         case .sent:
-            outcomes.sent([notification])
+            sent.append(notification)
             tokens?.accepted(generation: request.tokenGeneration)
         case .failed(let invalidTokenAt):
             if invalidTokenAt != nil {

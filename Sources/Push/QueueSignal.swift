@@ -38,6 +38,16 @@ public final class QueueSignal: Sendable {
         }
     }
 
+    /// Returns when any of the signals moves past the generation given with it, or after `timeout`.
+    public static func wait(for signals: [(QueueSignal, Int)], timeout: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            for (signal, generation) in signals { group.addTask { await signal.waitForChange(after: generation) } }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
     private func waitForChange(after generation: Int) async {
         let id = state.withLockedValue { state in
             state.nextWaiter += 1

@@ -30,6 +30,7 @@ final class HTTP2Handler: ChannelInboundHandler {
     private var goingAway = false
     private var accepted: [AcceptedNotification] = []
     private var clientCertificate: Bool?
+    private var verifiedToken: (token: String, issuedAt: Double)?
 
     init(options: SimulatorConfiguration.HTTP2Options, state: SimulatorState, faults: HTTP2FaultState, connection: Int, logger: Logger) {
         self.options = options
@@ -118,9 +119,17 @@ final class HTTP2Handler: ChannelInboundHandler {
                 return .init(status: 403, reason: "MissingProviderToken")
             }
             guard let verifier = options.verifier else { return .init(status: 403, reason: "InvalidProviderToken") }
-            if let reason = verifier.check(String(authorization.dropFirst("bearer ".count))) {
-                return .init(status: 403, reason: reason)
+            // Like Apple, a token is verified once per connection and only its age checked on later requests.
+            let token = String(authorization.dropFirst("bearer ".count))
+            let issuedAt: Double
+            if let verified = verifiedToken, verified.token == token {
+                issuedAt = verified.issuedAt
+            } else {
+                guard let verified = verifier.issuedAt(of: token) else { return .init(status: 403, reason: "InvalidProviderToken") }
+                verifiedToken = (token, verified)
+                issuedAt = verified
             }
+            if let reason = verifier.check(issuedAt: issuedAt) { return .init(status: 403, reason: reason) }
         }
         let topic = headers.first(name: "apns-topic")
         if clientCertificate != true, topic == nil { return .init(status: 400, reason: "MissingTopic") }

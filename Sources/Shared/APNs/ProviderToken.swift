@@ -124,6 +124,12 @@ public struct ProviderTokenVerifier: Sendable {
 
     /// nil when valid; else Apple's reason (`InvalidProviderToken`, `ExpiredProviderToken`).
     public func check(_ token: String, now: Date = Date()) -> String? {
+        guard let issuedAt = issuedAt(of: token) else { return "InvalidProviderToken" }
+        return check(issuedAt: issuedAt, now: now)
+    }
+
+    /// The token's `iat` when it is an ES256 JWT for this key and team with a good signature; else nil.
+    public func issuedAt(of token: String) -> Double? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
             let headerBytes = Base64URL.decode(String(parts[0])),
@@ -135,8 +141,13 @@ public struct ProviderTokenVerifier: Sendable {
             let issuedAt = (claims["iat"] as? NSNumber)?.doubleValue,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
             key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
-        else { return "InvalidProviderToken" }
-        return now.timeIntervalSince1970 - issuedAt > maxAge ? "ExpiredProviderToken" : nil
+        else { return nil }
+        return issuedAt
+    }
+
+    /// The age check alone, for a token whose signature was verified before: nil or `ExpiredProviderToken`.
+    public func check(issuedAt: Double, now: Date = Date()) -> String? {
+        now.timeIntervalSince1970 - issuedAt > maxAge ? "ExpiredProviderToken" : nil
     }
 }
 
