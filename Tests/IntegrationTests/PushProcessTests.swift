@@ -99,11 +99,12 @@ import Testing
         #expect(!(result.standardError + result.standardOutput).contains("wrong-wrong"))
     }
 
-    @Test func http2ExecutableDeliversSurvivesAKillAndStopsCleanly() async throws {
+    @Test func http2ExecutableSurvivesAKillAndStopsCleanlyMidDrain() async throws {
         var simulator = SimulatorTests.configuration()
-        simulator.http2.answerDelay = .milliseconds(2)  // keep streams in flight when the daemon dies
+        simulator.http2.answerDelay = .milliseconds(5)  // keep streams in flight when the daemon dies or stops
+        let total = 8_000
         try await PushHarness.run(simulator: simulator) { harness in
-            try await harness.queue(3000)
+            try await harness.queue(total)
             let environment = harness.environment(try harness.http2().0)
             let (first, _) = try Self.start(environment)
             try await harness.waitUntil(timeout: .seconds(20), "the first daemon delivers something") {
@@ -112,21 +113,32 @@ import Testing
             kill(first.processIdentifier, SIGKILL)
             _ = try await Self.waitForExit(first, timeout: .seconds(5))
             #expect(first.terminationReason == .uncaughtSignal)
-            // Rows the dead daemon held come back when their 3 s lease runs out.
-            let (process, output) = try Self.start(environment)
-            try await harness.waitUntilAllSent(3000, timeout: .seconds(60))
-            process.terminate()  // SIGTERM
-            #expect(try await Self.waitForExit(process, timeout: .seconds(15)))
-            #expect(process.terminationReason == .exit)
-            #expect(process.terminationStatus == 0)
+            // SIGTERM in the middle of the drain: answers in flight are recorded, rows claimed ahead go back.
+            let (second, output) = try Self.start(environment)
+            let before = harness.simulator.state.counters.accepted
+            try await harness.waitUntil(timeout: .seconds(20), "the second daemon is sending") {
+                harness.simulator.state.counters.accepted >= before + 1500
+            }
+            second.terminate()
+            #expect(try await Self.waitForExit(second, timeout: .seconds(15)))
+            #expect(second.terminationReason == .exit)
+            #expect(second.terminationStatus == 0)
             let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(log.contains("Push daemon started (development mode, HTTP/2 to 127.0.0.1:\(harness.ports.http2))"))
             #expect(log.contains("Connection OK (HTTP/2)"))
             #expect(log.contains("Push daemon stopped"))
             #expect(!log.contains("BEGIN PRIVATE KEY") && !log.contains("eyJ"), "neither the key nor a provider token is logged")
+            let held = try await harness.count("claimed_by LIKE '%:\(second.processIdentifier)' AND claimed_until IS NOT NULL AND time_sent IS NULL")
+            #expect(held == 0, "the stopped daemon holds no row")
+            #expect(try await harness.count("time_sent IS NULL") > 0, "stopped mid-drain")
+            // Rows the killed daemon held come back when their 3 s lease runs out; a third daemon sends the rest.
+            let (third, _) = try Self.start(environment)
+            try await harness.waitUntilAllSent(total, timeout: .seconds(90))
+            third.terminate()
+            #expect(try await Self.waitForExit(third, timeout: .seconds(15)))
             let accepted = harness.simulator.state.accepted
             #expect(accepted.allSatisfy { $0.format == "http2" })
-            #expect(Set(accepted.map(\.token)) == Set((1...3000).map(PushHarness.token)), "every row reached the gateway")
+            #expect(Set(accepted.map(\.token)) == Set((1...total).map(PushHarness.token)), "every row reached the gateway")
             #expect(try await harness.count("claimed_until IS NOT NULL AND time_sent IS NULL") == 0, "none stays claimed")
         }
     }
