@@ -6,17 +6,28 @@ import Shared
 
 /// One run of the feedback job (the tutorial's `feedback.php`): read the feedback service, delete the users Apple
 /// reported gone (unless they registered again since), handle the push daemon's invalid-token reports, summarise.
+///
+/// With the HTTP/2 transport there is no feedback service (Apple retired it with the binary interface): APNs answers
+/// 410 per notification instead, the push daemon records those tokens, and the job handles only those reports.
 public struct FeedbackJob: Sendable {
     let configuration: Configuration
-    let tls: NIOSSLContext
+    /// For the feedback service; nil: do not read it.
+    let tls: NIOSSLContext?
     let timeout: Duration
     let logger: Logger
 
-    public init(configuration: Configuration, tls: NIOSSLContext, timeout: Duration = .seconds(60), logger: Logger) {
+    public init(configuration: Configuration, tls: NIOSSLContext?, timeout: Duration = .seconds(60), logger: Logger) {
         self.configuration = configuration
         self.tls = tls
         self.timeout = timeout
         self.logger = logger
+    }
+
+    /// The job for `configuration`'s transport: binary reads the feedback service (with the provider certificate),
+    /// HTTP/2 does not (and needs no certificate).
+    public init(configuration: Configuration, timeout: Duration = .seconds(60), logger: Logger) throws {
+        let tls = configuration.apns.transport == .binary ? try configuration.apns.clientTLSContext() : nil
+        self.init(configuration: configuration, tls: tls, timeout: timeout, logger: logger)
     }
 
     public func run() async throws -> FeedbackReport {
@@ -46,18 +57,24 @@ public struct FeedbackJob: Sendable {
             )
         }
         var report = FeedbackReport()
-        let service = FeedbackServiceClient(
-            connector: GatewayConnector(endpoint: configuration.apns.feedback, tls: tls, timeout: .seconds(10)),
-            timeout: timeout
-        )
-        logger.info("Connecting to \(configuration.apns.feedback)")
-        let (tuples, truncated): ([FeedbackTuple], Int)
-        do {
-            (tuples, truncated) = try await service.readAll()
-        } catch let error as FeedbackError {
-            throw error
-        } catch {
-            throw FeedbackError(reason: "\(error)")
+        var tuples: [FeedbackTuple] = []
+        var truncated = 0
+        if let tls {
+            let service = FeedbackServiceClient(
+                connector: GatewayConnector(endpoint: configuration.apns.feedback, tls: tls, timeout: .seconds(10)),
+                timeout: timeout
+            )
+            logger.info("Connecting to \(configuration.apns.feedback)")
+            do {
+                (tuples, truncated) = try await service.readAll()
+            } catch let error as FeedbackError {
+                throw error
+            } catch {
+                throw FeedbackError(reason: "\(error)")
+            }
+        } else {
+            report.serviceRead = false
+            logger.info("HTTP/2 transport: no feedback service to read; handling the push daemon's invalid-token reports")
         }
         report.tuplesRead = tuples.count
         report.truncatedBytes = truncated

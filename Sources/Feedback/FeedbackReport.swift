@@ -1,5 +1,7 @@
 /// What one run of the feedback job did: the one-line summary operators see in cron mail and the log.
 public struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
+    /// False with the HTTP/2 transport: there is no feedback service, only the push daemon's reports.
+    public var serviceRead = true
     /// Tuples read from the feedback service.
     public var tuplesRead = 0
     /// Bytes at the end of the stream that did not make a whole tuple (the service closed mid-tuple).
@@ -19,6 +21,10 @@ public struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
     public var usersKept: Int { keptByFeedback + keptByInvalidTokens }
 
     public var description: String {
+        guard serviceRead else {
+            return "Feedback: no feedback service (HTTP/2), \(usersDeleted) users deleted, \(usersKept) kept because re-registered"
+                + " (invalid tokens from the push daemon: \(invalidTokensProcessed) processed)"
+        }
         var text = "Feedback: \(tuplesRead) tuples read, \(usersDeleted) users deleted, \(usersKept) kept because re-registered"
         text += " (feedback service: \(deletedByFeedback) deleted, \(keptByFeedback) kept;"
         text +=

@@ -26,8 +26,7 @@ struct FeedbackCommand: AsyncParsableCommand {
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-feedback") {
             let (configuration, logger) = try options.start(process: "feedback", label: "pushchat-feedback")
-            let tls = try configuration.apns.clientTLSContext()
-            let job = FeedbackJob(configuration: configuration, tls: tls, timeout: .milliseconds(Int64(timeout * 1000)), logger: logger)
+            let job = try FeedbackJob(configuration: configuration, timeout: .milliseconds(Int64(timeout * 1000)), logger: logger)
             let start = ContinuousClock.now
             var report: FeedbackReport?
             defer { writeMetrics(report, since: start, logger: logger) }

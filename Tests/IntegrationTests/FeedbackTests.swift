@@ -39,9 +39,7 @@ import Testing
     }
 
     static func job(_ harness: PushHarness, configuration: Configuration? = nil, timeout: Duration = .seconds(5)) throws -> FeedbackJob {
-        let configuration = configuration ?? harness.configuration()
-        let tls = try configuration.apns.clientTLSContext()
-        return FeedbackJob(configuration: configuration, tls: tls, timeout: timeout, logger: TestDatabase.logger)
+        try FeedbackJob(configuration: configuration ?? harness.configuration(), timeout: timeout, logger: TestDatabase.logger)
     }
 
     @Test func deletesOnlyUsersWhoDidNotRegisterAgainAndIsIdempotent() async throws {

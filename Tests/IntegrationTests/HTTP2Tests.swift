@@ -107,7 +107,8 @@ import Testing
         try await PushHarness.run(simulator: simulator) { harness in
             try await FeedbackTests.addUsers(harness, [1, 2], registeredAgo: 7200)
             try await harness.queue(3)
-            try await harness.withHTTP2Daemon(try harness.http2()) {
+            let (configuration, authentication) = try harness.http2()
+            try await harness.withHTTP2Daemon((configuration, authentication)) {
                 try await harness.waitUntil("2 sent, 1 failed") { try await harness.sentAndFailed() == [2, 1] }
             }
             let row = try await TestDatabase.scalar(
@@ -122,8 +123,14 @@ import Testing
                 as: Double.self
             )
             #expect(age >= 55 && age < 120, "Apple's timestamp (a minute ago in the simulator), not the time of the answer")
-            let report = try await FeedbackTests.job(harness).run()
+            // With HTTP/2 the job has no feedback service to read (Apple has none); it handles the daemon's reports.
+            var withoutCertificate = configuration
+            withoutCertificate.apns.certificate = nil
+            let report = try await FeedbackTests.job(harness, configuration: withoutCertificate).run()
+            #expect(!report.serviceRead)
             #expect(report.deletedByInvalidTokens == 1)
+            #expect(report.description.hasPrefix("Feedback: no feedback service (HTTP/2), 1 users deleted, 0 kept"))
+            #expect(harness.simulator.state.counters.feedbackConnections == 0)
             #expect(try await FeedbackTests.users(harness) == "user 1")
         }
     }

@@ -124,6 +124,93 @@ import Testing
         }
     }
 
+    /// The same path over today's HTTP/2 API with token authentication, as in production: one token answered
+    /// 410 Unregistered, the row failed with that reason, and the feedback job (no feedback service and no certificate
+    /// with HTTP/2) prunes the user from the push daemon's report.
+    @Test func overHTTP2AMessageArrivesAnd410IsPrunedWithoutAFeedbackService() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let directory = NSTemporaryDirectory() + "pushchat-system-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let (http2, api, unused) = (try Self.freePort(), try Self.freePort(), try Self.freePort())
+            let record = directory + "/notifications.jsonl"
+            let carlToken = String(repeating: "ef", count: 32)
+            let bobToken = String(repeating: "cd", count: 32)
+            try "\(bobToken)\n".write(toFile: directory + "/unregistered.txt", atomically: true, encoding: .utf8)
+            let environment = [
+                "PUSHCHAT_DATABASE_URL": url.connectionString,
+                "PUSHCHAT_API_HOST": "127.0.0.1",
+                "PUSHCHAT_API_PORT": "\(api)",
+                "PUSHCHAT_APNS_TRANSPORT": "http2",
+                "PUSHCHAT_APNS_HOST": "127.0.0.1:\(http2)",
+                "PUSHCHAT_APNS_TOPIC": PushHarness.topic,
+                "PUSHCHAT_APNS_KEY_FILE": TestCertificates.path("AuthKey_DEVKEY0001.p8"),
+                "PUSHCHAT_APNS_KEY_ID": PushHarness.keyID,
+                "PUSHCHAT_APNS_TEAM_ID": PushHarness.teamID,
+                "PUSHCHAT_APNS_CA_FILE": TestCertificates.path("ca.pem"),
+                // Nothing listens here: the feedback job must not try it.
+                "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(unused)",
+                "PUSHCHAT_LOG_FILE": "-",
+                "PUSHCHAT_PUSH_STATUS_PORT": "0",
+            ]
+            let processes = Processes([
+                try Self.launch(
+                    "pushchat-apns-sim",
+                    [
+                        "--certs", TestCertificates.directory, "--gateway-port", "0", "--feedback-port", "0", "--http2-port", "\(http2)",
+                        "--topic", PushHarness.topic, "--no-status", "--record", record, "--unregistered", directory + "/unregistered.txt",
+                    ],
+                    environment: [:],
+                    output: directory + "/sim.log"
+                ),
+                try Self.launch("pushchat-api", ["serve", "production"], environment: environment, output: directory + "/api.log"),
+                try Self.launch("pushchat-push", ["production"], environment: environment, output: directory + "/push.log"),
+            ])
+            defer { processes.stop() }
+            try await Self.waitForPort(api)
+            let (ann, bob, carl) = (String(repeating: "1", count: 40), String(repeating: "2", count: 40), String(repeating: "3", count: 40))
+            for form in [
+                "cmd=join&udid=\(ann)&token=\(String(repeating: "ab", count: 32))&name=Ann&code=demo",
+                "cmd=join&udid=\(bob)&token=\(bobToken)&name=Bob&code=demo",
+                "cmd=join&udid=\(carl)&token=\(carlToken)&name=Carl&code=demo",
+                "cmd=message&udid=\(ann)&text=Hi+all",
+            ] {
+                let response = try await Self.post(port: api, form)
+                #expect(response.hasPrefix("HTTP/1.1 200"), "\(response)")
+            }
+            try await Self.eventually {
+                try await TestDatabase.scalar(
+                    url,
+                    "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL OR time_failed IS NOT NULL",
+                    as: Int64.self
+                ) == 2
+            }
+            let lines = ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").split(separator: "\n")
+            #expect(lines.count == 1)
+            let arrived = try #require(try JSONSerialization.jsonObject(with: Data((lines.first ?? "{}").utf8)) as? [String: Any])
+            #expect(arrived["token"] as? String == carlToken)
+            #expect(arrived["format"] as? String == "http2")
+            #expect(arrived["payload"] as? String == #"{"aps":{"alert":"Ann: Hi all","sound":"default"}}"#)
+            let failure = try await TestDatabase.scalar(
+                url,
+                "SELECT device_token || ' ' || last_status || ' ' || last_error FROM push_queue WHERE time_failed IS NOT NULL",
+                as: String.self
+            )
+            #expect(failure == "\(bobToken) 410 Unregistered")
+
+            // Apple's 410 timestamp is a minute old in the simulator; Bob registered before it (an hour ago).
+            try await TestDatabase.admin(url, "UPDATE active_users SET token_updated_at = now() - interval '1 hour' WHERE nickname = 'Bob'")
+            let job = try Executable(name: "pushchat-feedback").run(["production"], environment: environment)
+            #expect(job.status == 0, "\(job.standardError)")
+            #expect(job.standardOutput.contains("Feedback: no feedback service (HTTP/2), 1 users deleted, 0 kept because re-registered"))
+            let left = try await TestDatabase.scalar(
+                url,
+                "SELECT string_agg(nickname, ',' ORDER BY nickname) FROM active_users",
+                as: String.self
+            )
+            #expect(left == "Ann,Carl")
+        }
+    }
+
     static func waitForPort(_ port: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
