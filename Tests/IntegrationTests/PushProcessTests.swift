@@ -128,7 +128,9 @@ import Testing
             #expect(log.contains("Connection OK (HTTP/2)"))
             #expect(log.contains("Push daemon stopped"))
             #expect(!log.contains("BEGIN PRIVATE KEY") && !log.contains("eyJ"), "neither the key nor a provider token is logged")
-            let held = try await harness.count("claimed_by LIKE '%:\(second.processIdentifier)' AND claimed_until IS NOT NULL AND time_sent IS NULL")
+            let held = try await harness.count(
+                "claimed_by LIKE '%:\(second.processIdentifier)' AND claimed_until IS NOT NULL AND time_sent IS NULL"
+            )
             #expect(held == 0, "the stopped daemon holds no row")
             #expect(try await harness.count("time_sent IS NULL") > 0, "stopped mid-drain")
             // Rows the killed daemon held come back when their 3 s lease runs out; a third daemon sends the rest.
