@@ -137,8 +137,9 @@ final class Bench: Sendable {
         transport: APNsTransport = .binary,
         connections: Int = 1,
         summary: String? = nil,
-        memory: Bool = false
-    ) async throws -> [Figure] {
+        memory: Bool = false,
+        oneDaemonRate: Double? = nil
+    ) async throws -> (figures: [Figure], rate: Double) {
         progress("drain (\(transport.rawValue))")
         try await query("TRUNCATE push_queue")
         try await query(
@@ -194,7 +195,7 @@ final class Bench: Sendable {
                 value:
                     "\(Int(rate)) rows/s (\(rows) rows in \(String(format: "%.2f", span)) s; \(String(format: "%.2f", wall.seconds)) s with start-up)",
                 target: daemons == 1 ? (transport == .http2 ? "≥ 20,000 / s" : "≥ 50,000 / s") : "higher than one, no row sent twice",
-                met: daemons == 1 ? rate >= target : nil
+                met: daemons == 1 ? rate >= target : oneDaemonRate.map { rate > $0 && duplicates == 0 }
             ),
             Figure(
                 name: "  rows the gateway saw twice (\(label))",
@@ -230,7 +231,7 @@ final class Bench: Sendable {
                 at: memory ? 0 : figures.count
             )
         }
-        return figures
+        return (figures, rate)
     }
 
     /// With the daemon idle, queues one row at a time and measures until the simulator decodes it.

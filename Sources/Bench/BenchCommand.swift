@@ -65,12 +65,14 @@ struct BenchCommand: AsyncParsableCommand {
             let groups = Set((only ?? "simulator,drain,http2,memory,latency,api,fanout,feedback").split(separator: ",").map(String.init))
             if groups.contains("simulator") { results += try await bench.simulatorDecodeRate(frames: 500_000, tls: tls) }
             if groups.contains("drain") {
-                results += try await bench.drain(rows: rows, daemons: 1)
-                results += try await bench.drain(rows: rows, daemons: 2)
+                let one = try await bench.drain(rows: rows, daemons: 1)
+                results += one.figures
+                results += try await bench.drain(rows: rows, daemons: 2, oneDaemonRate: one.rate).figures
             }
             if groups.contains("http2") {
-                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, connections: 2)
-                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, summary: "HTTP/2 over one connection")
+                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, connections: 2).figures
+                let oneConnection = "HTTP/2 over one connection"
+                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, summary: oneConnection).figures
             }
             if groups.contains("memory") {
                 results += try await bench.drain(
@@ -78,7 +80,7 @@ struct BenchCommand: AsyncParsableCommand {
                     daemons: 1,
                     summary: "drain rate with \(memoryRows) pending rows",
                     memory: true
-                )
+                ).figures
             }
             if groups.contains("latency") { results += try await bench.idleLatency(samples: samples) }
             if groups.contains("api") { results += try await bench.apiThroughput(seconds: apiSeconds, connections: clients) }
