@@ -70,9 +70,9 @@ struct BenchCommand: AsyncParsableCommand {
                 results += try await bench.drain(rows: rows, daemons: 2, oneDaemonRate: one.rate).figures
             }
             if groups.contains("http2") {
-                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, connections: 2).figures
-                let oneConnection = "HTTP/2 over one connection"
-                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, summary: oneConnection).figures
+                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2).figures
+                let twoConnections = "HTTP/2 with apns_connections=2"
+                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, connections: 2, summary: twoConnections).figures
             }
             if groups.contains("memory") {
                 results += try await bench.drain(

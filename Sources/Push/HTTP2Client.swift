@@ -61,8 +61,16 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     private var finished = false
     private var answers: [HTTP2Answer] = []
 
-    init(events: AsyncStream<HTTP2Event>.Continuation, requestTimeout: TimeAmount, pingInterval: TimeAmount = .seconds(30)) {
+    let batcher: FlushBatcher
+
+    init(
+        events: AsyncStream<HTTP2Event>.Continuation,
+        batcher: FlushBatcher,
+        requestTimeout: TimeAmount,
+        pingInterval: TimeAmount = .seconds(30)
+    ) {
         self.events = events
+        self.batcher = batcher
         self.requestTimeout = requestTimeout
         self.pingInterval = pingInterval
     }
@@ -89,6 +97,8 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
             return true
         }
         let deadline = NIODeadline.now() + requestTimeout
+        // A flush per request keeps the DATA frames in stream order (see FlushBatcher); one TLS write per batch.
+        batcher.hold()
         for request in requests {
             let streamID = HTTP2StreamID(nextStreamID)
             nextStreamID += 2
@@ -106,8 +116,9 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
                 wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
                 promise: promise
             )
+            context.flush()
         }
-        context.flush()
+        batcher.release()
         return true
     }
 
@@ -151,6 +162,11 @@ final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let streamID = HTTP2StreamErrors.stream(of: error) {
+            // One stream's trouble (NIOHTTP2 reset it): that request is sent again, the other streams carry on.
+            abandon(streamID, because: "stream error: \(error)")
+            return
+        }
         finish(GatewayConnector.describe(error))
         context.close(promise: nil)
     }
@@ -232,12 +248,16 @@ struct HTTP2Connector: Sendable {
             .channelInitializer { [tls] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let serverName = host.first?.isNumber == true || host.contains(":") ? nil : host
+                    let batcher = FlushBatcher()
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                    try channel.pipeline.syncOperations.addHandler(batcher)
                     try channel.pipeline.syncOperations.addHandler(
                         NIOHTTP2Handler(mode: .client, initialSettings: [HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20)])
                     )
                     try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler())
-                    try channel.pipeline.syncOperations.addHandler(HTTP2ClientHandler(events: continuation, requestTimeout: timeout))
+                    try channel.pipeline.syncOperations.addHandler(
+                        HTTP2ClientHandler(events: continuation, batcher: batcher, requestTimeout: timeout)
+                    )
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)

@@ -6,9 +6,10 @@ import NIOCore
 import NIOHPACK
 import Shared
 
-/// One kept-open HTTP/2 connection and the loop that feeds it: claim rows, send each on its own stream (as many at
-/// once as the server allows, up to `push_window`), record each answer; on GOAWAY or a dead connection, send what
-/// went unanswered again on a new one. Reconnects forever with backoff; stops cleanly at graceful shutdown.
+/// One kept-open HTTP/2 connection and the tasks that feed it: a claimer keeps rows claimed ahead, a writer sends
+/// each on its own stream (as many at once as the server allows, up to `push_window`), a reader records each answer;
+/// on GOAWAY or a dead connection, what went unanswered or was claimed ahead is sent on a new one. Reconnects forever
+/// with backoff; stops cleanly at graceful shutdown.
 struct HTTP2Worker: Sendable {
     let settings: PushSettings
     let pollInterval: Duration
@@ -25,7 +26,7 @@ struct HTTP2Worker: Sendable {
     let index: Int
     let logger: Logger
 
-    /// Rows of this worker that must be sent again (unanswered, or a refreshed token), and the in-flight count.
+    /// One connection's work: rows to send again, rows claimed ahead, the in-flight count and the stream limit.
     final class Session: Sendable {
         struct State {
             /// Sent before anything else: unanswered, a refreshed token, left from the last connection.

@@ -32,7 +32,13 @@ final class HTTP2Handler: ChannelInboundHandler {
     private var clientCertificate: Bool?
     private var verifiedToken: (token: String, issuedAt: Double)?
 
-    init(options: SimulatorConfiguration.HTTP2Options, state: SimulatorState, faults: HTTP2FaultState, connection: Int, logger: Logger) {
+    init(
+        options: SimulatorConfiguration.HTTP2Options,
+        state: SimulatorState,
+        faults: HTTP2FaultState,
+        connection: Int,
+        logger: Logger
+    ) {
         self.options = options
         self.state = state
         self.faults = faults
@@ -198,6 +204,8 @@ final class HTTP2Handler: ChannelInboundHandler {
             ),
             promise: nil
         )
+        // Error answers carry a body: flushed one by one, their DATA frames leave in stream order (see FlushBatcher).
+        context.flush()
     }
 
     private static func token(_ headers: HPACKHeaders) -> String {
@@ -206,6 +214,10 @@ final class HTTP2Handler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("HTTP/2 connection \(connection): \(error)")
+        if let streamID = HTTP2StreamErrors.stream(of: error) {
+            requests[streamID] = nil  // reset by NIOHTTP2; the connection carries on
+            return
+        }
         context.close(promise: nil)
     }
 }

@@ -135,6 +135,20 @@ import Testing
         }
     }
 
+    /// Chat messages should arrive in the order they were queued. NIOHTTP2 sends the DATA frames of one flush in
+    /// hash-set order, so the client flushes after each request (one TLS write per batch all the same).
+    @Test func notificationsReachTheGatewayInQueueOrderOverOneConnection() async throws {
+        try await PushHarness.run { harness in
+            try await harness.queue(2000)
+            try await harness.withHTTP2Daemon(try harness.http2()) {
+                try await harness.waitUntilAllSent(2000)
+            }
+            let tokens = harness.simulator.state.accepted.map(\.token)
+            #expect(tokens.count == 2000)
+            #expect(tokens == (1...2000).map(PushHarness.token), "in queue order")
+        }
+    }
+
     /// Every HTTP/2 connection starts with a 65,535-byte window each way; both ends must grant more as it is used.
     @Test func moreThanTheInitialConnectionWindowFlowsBothWaysOnOneConnection() async throws {
         var simulator = SimulatorTests.configuration()
@@ -145,7 +159,10 @@ import Testing
             try await harness.queue(400, payload: #"{"aps":{"alert":"\#(alert)"}}"#)
             // 1,600 answers of 410 with a JSON body (about 55 bytes each): 88 KB of DATA back to the client.
             try await harness.queue(1600, from: 1001)
-            try await harness.withHTTP2Daemon(try harness.http2()) {
+            // A generous request timeout: this is about flow control, and a slow run must not turn into timeouts.
+            var setup = try harness.http2()
+            setup.0.push.requestTimeout = .seconds(20)
+            try await harness.withHTTP2Daemon(setup) {
                 try await harness.waitUntil(timeout: .seconds(60), "400 sent and 1,600 failed") {
                     try await harness.sentAndFailed() == [400, 1600]
                 }

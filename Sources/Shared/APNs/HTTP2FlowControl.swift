@@ -50,3 +50,57 @@ public final class HTTP2ConnectionWindowHandler: ChannelInboundHandler, Removabl
         context.fireUserInboundEventTriggered(event)
     }
 }
+
+/// Between TLS and NIOHTTP2: while held, a flush only notes that one is due; ``release()`` passes one on.
+///
+/// NIOHTTP2 sends the DATA frames made flushable by one flush in hash-set order, so a batch of requests flushed
+/// once reaches the server out of stream order, is answered out of order, and NIOHTTP2 then removes streams from the
+/// middle of its stream maps (shifting every later entry) on both ends. Flushing after every stream instead keeps
+/// them in order (closing the oldest is cheap), and this handler makes the batch one TLS write.
+public final class FlushBatcher: ChannelOutboundHandler, RemovableChannelHandler {
+    public typealias OutboundIn = IOData
+    public typealias OutboundOut = IOData
+
+    public init() {}
+
+    private var context: ChannelHandlerContext?
+    private var holding = false
+    private var due = false
+
+    public func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    public func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    public func flush(context: ChannelHandlerContext) {
+        if holding {
+            due = true
+        } else {
+            context.flush()
+        }
+    }
+
+    /// Holds flushes until ``release()``. Both within one synchronous call on the event loop (a hold kept across
+    /// reads was seen to strand an answer when NIOHTTP2 delivered frames outside a read).
+    public func hold() { holding = true }
+
+    /// Passes on one flush if any was held.
+    public func release() {
+        holding = false
+        if due, let context {
+            due = false
+            context.flush()
+        }
+    }
+}
+
+/// NIOHTTP2 reports errors that concern one stream (a frame for a stream already reset or closed, e.g. a late answer
+/// to a request that timed out) through `errorCaught` too, after resetting that stream; the connection stays usable.
+public enum HTTP2StreamErrors {
+    /// The stream `error` is limited to, or nil when it ends the connection.
+    public static func stream(of error: any Error) -> HTTP2StreamID? {
+        switch error {
+        case let error as NIOHTTP2Errors.StreamClosed: error.streamID
+        case let error as NIOHTTP2Errors.NoSuchStream: error.streamID
+        default: nil
+        }
+    }
+}
