@@ -156,7 +156,12 @@ extension Bench {
             }
         )
         let start = ContinuousClock.now
-        let job = try startProcess("pushchat-feedback", ["production"], extra: ["PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(ports.feedback)"])
+        // The binary transport: with HTTP/2 (production's default) there is no feedback service to read.
+        let job = try startProcess(
+            "pushchat-feedback",
+            ["production"],
+            extra: ["PUSHCHAT_APNS_TRANSPORT": "binary", "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(ports.feedback)"]
+        )
         job.waitUntilExit()
         let elapsed = (ContinuousClock.now - start).seconds
         let left = try await scalar("SELECT count(*) FROM active_users")
