@@ -33,9 +33,13 @@ pg_as_owner() {
 }
 
 pg_free_port() {
-    local port
+    local port low
+    # Below the kernel's ephemeral range: a port there can be the local end of an outgoing connection, and then
+    # binding it fails although nothing listens on it.
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$low" -gt 12000 ] 2>/dev/null || low=32768
     for _ in $(seq 1 200); do
-        port=$(( 20000 + RANDOM % 30000 ))
+        port=$(( 10000 + RANDOM % (low - 10000) ))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
             echo "$port"
             return 0
@@ -66,10 +70,22 @@ pg_start() {
     if pg_as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
         pg_as_owner "$bin/pg_ctl" -D "$dir" -m fast -w -t 30 stop >/dev/null 2>&1 || true
     fi
-    PG_PORT=$(pg_free_port) || return 1
-    pg_as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
-        -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
-        start >/dev/null || { cat "$dir/server.log" >&2; return 1; }
+    local attempt
+    for attempt in 1 2 3 4 5; do
+        PG_PORT=$(pg_free_port) || return 1
+        rm -f "$dir/server.log"
+        if pg_as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
+            -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+            start >/dev/null; then
+            break
+        fi
+        # Another process took the port between the check and the start: try another one.
+        if [ "$attempt" -eq 5 ] || ! grep -q "could not create any TCP/IP sockets" "$dir/server.log"; then
+            cat "$dir/server.log" >&2
+            return 1
+        fi
+        echo "port $PG_PORT is in use; trying another" >&2
+    done
     PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
     export PG_PORT PG_URL
 }
