@@ -29,6 +29,44 @@ import Testing
         return process
     }
 
+    /// A fresh folder for one test's logs and files.
+    static func workDirectory() throws -> String {
+        let directory = NSTemporaryDirectory() + "pushchat-system-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// Where the simulator records what it accepted, in the test's folder.
+    static let recordFile = "notifications.jsonl"
+
+    /// Starts the simulator (with `simulator` arguments besides its certificates and record file), the API and the
+    /// push daemon in `mode`, logging into `directory`; returns once the API answers.
+    static func start(
+        in directory: String,
+        simulator: [String],
+        mode: String,
+        environment: [String: String],
+        api: Int
+    ) async throws -> Processes {
+        let processes = Processes([
+            try launch(
+                "pushchat-apns-sim",
+                ["--certs", TestCertificates.directory, "--no-status", "--record", directory + "/" + recordFile] + simulator,
+                environment: [:],
+                output: directory + "/sim.log"
+            ),
+            try launch("pushchat-api", ["serve", mode], environment: environment, output: directory + "/api.log"),
+            try launch("pushchat-push", [mode], environment: environment, output: directory + "/push.log"),
+        ])
+        do {
+            try await waitForPort(api)
+        } catch {
+            processes.stop()
+            throw error
+        }
+        return processes
+    }
+
     static func freePort() throws -> Int {
         let channel = try ServerBootstrapPort.bindEphemeral()
         return channel
@@ -43,13 +81,12 @@ import Testing
 
     @Test func joinJoinMessageArrivesAtTheSimulatorThenFeedbackPrunes() async throws {
         try await TestDatabase.withFreshDatabase { url in
-            let directory = NSTemporaryDirectory() + "pushchat-system-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let directory = try Self.workDirectory()
             let gateway = try Self.freePort()
             let feedback = try Self.freePort()
             let api = try Self.freePort()
             let pushStatus = try Self.freePort()
-            let record = directory + "/notifications.jsonl"
+            let record = directory + "/" + Self.recordFile
             let feedbackFile = directory + "/feedback.txt"
             let bobToken = String(repeating: "cd", count: 32)
             try "\(bobToken) \(Int(Date().timeIntervalSince1970) + 5)\n".write(toFile: feedbackFile, atomically: true, encoding: .utf8)
@@ -66,21 +103,14 @@ import Testing
                 "PUSHCHAT_PUSH_SETTLE": "0.2",
                 "PUSHCHAT_PUSH_STATUS_PORT": "\(pushStatus)",
             ]
-            let processes = Processes([
-                try Self.launch(
-                    "pushchat-apns-sim",
-                    [
-                        "--certs", TestCertificates.directory, "--gateway-port", "\(gateway)", "--feedback-port", "\(feedback)",
-                        "--no-status", "--record", record, "--feedback", feedbackFile,
-                    ],
-                    environment: [:],
-                    output: directory + "/sim.log"
-                ),
-                try Self.launch("pushchat-api", ["serve", "development"], environment: environment, output: directory + "/api.log"),
-                try Self.launch("pushchat-push", ["development"], environment: environment, output: directory + "/push.log"),
-            ])
+            let processes = try await Self.start(
+                in: directory,
+                simulator: ["--gateway-port", "\(gateway)", "--feedback-port", "\(feedback)", "--feedback", feedbackFile],
+                mode: "development",
+                environment: environment,
+                api: api
+            )
             defer { processes.stop() }
-            try await Self.waitForPort(api)
             let udid1 = String(repeating: "1", count: 40)
             let udid2 = String(repeating: "2", count: 40)
             let annToken = String(repeating: "ab", count: 32)
@@ -129,10 +159,9 @@ import Testing
     /// with HTTP/2) prunes the user from the push daemon's report.
     @Test func overHTTP2AMessageArrivesAnd410IsPrunedWithoutAFeedbackService() async throws {
         try await TestDatabase.withFreshDatabase { url in
-            let directory = NSTemporaryDirectory() + "pushchat-system-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let directory = try Self.workDirectory()
             let (http2, api, unused) = (try Self.freePort(), try Self.freePort(), try Self.freePort())
-            let record = directory + "/notifications.jsonl"
+            let record = directory + "/" + Self.recordFile
             let carlToken = String(repeating: "ef", count: 32)
             let bobToken = String(repeating: "cd", count: 32)
             try "\(bobToken)\n".write(toFile: directory + "/unregistered.txt", atomically: true, encoding: .utf8)
@@ -152,21 +181,17 @@ import Testing
                 "PUSHCHAT_LOG_FILE": "-",
                 "PUSHCHAT_PUSH_STATUS_PORT": "0",
             ]
-            let processes = Processes([
-                try Self.launch(
-                    "pushchat-apns-sim",
-                    [
-                        "--certs", TestCertificates.directory, "--gateway-port", "0", "--feedback-port", "0", "--http2-port", "\(http2)",
-                        "--topic", PushHarness.topic, "--no-status", "--record", record, "--unregistered", directory + "/unregistered.txt",
-                    ],
-                    environment: [:],
-                    output: directory + "/sim.log"
-                ),
-                try Self.launch("pushchat-api", ["serve", "production"], environment: environment, output: directory + "/api.log"),
-                try Self.launch("pushchat-push", ["production"], environment: environment, output: directory + "/push.log"),
-            ])
+            let processes = try await Self.start(
+                in: directory,
+                simulator: [
+                    "--gateway-port", "0", "--feedback-port", "0", "--http2-port", "\(http2)", "--topic", PushHarness.topic,
+                    "--unregistered", directory + "/unregistered.txt",
+                ],
+                mode: "production",
+                environment: environment,
+                api: api
+            )
             defer { processes.stop() }
-            try await Self.waitForPort(api)
             let (ann, bob, carl) = (String(repeating: "1", count: 40), String(repeating: "2", count: 40), String(repeating: "3", count: 40))
             for form in [
                 "cmd=join&udid=\(ann)&token=\(String(repeating: "ab", count: 32))&name=Ann&code=demo",
