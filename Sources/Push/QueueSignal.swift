@@ -30,12 +30,7 @@ public final class QueueSignal: Sendable {
 
     /// Returns when the generation moves past `generation`, or after `timeout`.
     public func wait(after generation: Int, timeout: Duration) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.waitForChange(after: generation) }
-            group.addTask { try? await Task.sleep(for: timeout) }
-            await group.next()
-            group.cancelAll()
-        }
+        await Self.wait(for: [(self, generation)], timeout: timeout)
     }
 
     /// Returns when any of the signals moves past the generation given with it, or after `timeout`.
