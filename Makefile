@@ -1,5 +1,12 @@
-# The two commands of the README, plus a build.
-.PHONY: run test build bench
+# The two commands of the README, plus a build, the benchmark and the installation.
+.PHONY: run test build bench release install
+
+PREFIX ?= /opt/pushchat
+# The installed binaries carry the Swift runtime (--static-swift-stdlib): they run on a server without the toolchain.
+INSTALL_BUILD ?= .build-install
+CONFIGURATION ?= release
+SWIFT_INSTALL_FLAGS = -c $(CONFIGURATION) --static-swift-stdlib --scratch-path $(INSTALL_BUILD)
+PROGRAMS = pushchat-api pushchat-push pushchat-feedback
 
 run:
 	./scripts/run.sh
@@ -12,3 +19,12 @@ build:
 
 bench:
 	./scripts/bench.sh
+
+# Builds what `install` installs; run it as yourself, then `sudo make install`.
+release:
+	swift build $(SWIFT_INSTALL_FLAGS)
+
+# bin/ (the three programs), migrations/, config/ (the example configuration) and deploy/ (units, timers, crontab,
+# environment file, guide) under PREFIX. Checks that no binary needs the toolchain's runtime.
+install: release
+	./scripts/install.sh "$(PREFIX)" "$$(swift build $(SWIFT_INSTALL_FLAGS) --show-bin-path)" $(PROGRAMS)

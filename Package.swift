@@ -152,7 +152,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SharedTests",
-            dependencies: ["Shared"],
+            dependencies: ["Shared", .product(name: "NIOSSL", package: "swift-nio-ssl")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

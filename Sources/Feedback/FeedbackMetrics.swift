@@ -1,6 +1,10 @@
 import Foundation
 import Shared
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The feedback job runs from cron and cannot be scraped, so it leaves its figures in a file in the Prometheus
 /// text format (for node_exporter's textfile collector, or any scraper that reads files).
 public enum FeedbackMetrics {
@@ -28,8 +32,17 @@ public enum FeedbackMetrics {
         return metrics.exposition()
     }
 
-    /// Writes the exposition to `path` atomically (a scraper never reads half a file).
+    /// Writes the exposition to `path` atomically (a scraper never reads half a file), readable by everyone: the
+    /// units run with `UMask=0027`, and node_exporter reads the file as another user.
     public static func write(_ exposition: [UInt8], to path: String) throws {
-        try Data(exposition).write(to: URL(fileURLWithPath: path), options: .atomic)
+        let temporary = path + ".tmp"
+        try Data(exposition).write(to: URL(fileURLWithPath: temporary))
+        do {
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temporary)
+            guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
     }
 }

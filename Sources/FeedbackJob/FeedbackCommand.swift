@@ -29,25 +29,35 @@ struct FeedbackCommand: AsyncParsableCommand {
             let job = try FeedbackJob(configuration: configuration, timeout: .milliseconds(Int64(timeout * 1000)), logger: logger)
             let start = ContinuousClock.now
             var report: FeedbackReport?
-            defer { writeMetrics(report, since: start, logger: logger) }
             do {
                 report = try await job.run()
                 logger.info("\(report!)")
             } catch let error as FeedbackError {
                 logger.error("\(error)")
                 ProcessFailure.printError("pushchat-feedback", error.description)
-                throw ExitCode(1)
+            } catch {
+                _ = writeMetrics(nil, since: start, logger: logger)
+                throw error
             }
+            // Written after a failed run too (success 0), so the alert on it fires; a file that cannot be written
+            // fails the run: otherwise no alert could ever notice that the figures stopped.
+            let metricsWritten = writeMetrics(report, since: start, logger: logger)
+            if report == nil || !metricsWritten { throw ExitCode(1) }
         }
     }
 
-    private func writeMetrics(_ report: FeedbackReport?, since start: ContinuousClock.Instant, logger: Logger) {
-        guard let metricsFile else { return }
+    /// Writes the figures when `--metrics-file` was given; false when the file could not be written.
+    private func writeMetrics(_ report: FeedbackReport?, since start: ContinuousClock.Instant, logger: Logger) -> Bool {
+        guard let metricsFile else { return true }
         let exposition = FeedbackMetrics.exposition(report: report, duration: start.duration(to: .now), finishedAt: Date())
         do {
             try FeedbackMetrics.write(exposition, to: metricsFile)
+            return true
         } catch {
-            logger.error("Cannot write the metrics file \(metricsFile): \(error)")
+            let message = "cannot write the metrics file \(metricsFile): \(error.localizedDescription)"
+            logger.error("\(message)")
+            ProcessFailure.printError("pushchat-feedback", message)
+            return false
         }
     }
 }

@@ -35,7 +35,7 @@ public struct GatewayConnector: Sendable {
         do {
             connected = try await ClientBootstrap(group: group)
                 .connectTimeout(TimeAmount(timeout))
-                .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
                 .connect(host: endpoint.host, port: endpoint.port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let handshake = channel.eventLoop.makePromise(of: Void.self)

@@ -244,7 +244,7 @@ struct HTTP2Connector: Sendable {
         let host = endpoint.host
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { [tls] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let serverName = host.first?.isNumber == true || host.contains(":") ? nil : host

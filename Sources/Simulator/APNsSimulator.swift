@@ -157,7 +157,7 @@ public final class APNsSimulator: Service, Sendable {
             return try await ServerBootstrap(group: group)
                 .serverChannelOption(ChannelOptions.backlog, value: 256)
                 .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+                .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
                 .childChannelInitializer(initializer)
                 .bind(host: configuration.host, port: port)
                 .get()

@@ -185,4 +185,35 @@ import Testing
             #expect(success.standardOutput.contains("Feedback: 1 tuples read, 1 users deleted, 0 kept because re-registered"))
         }
     }
+
+    @Test func aMetricsFileThatCannotBeWrittenFailsTheRunAndOneThatCanHoldsItsFigures() async throws {
+        try await PushHarness.run { harness in
+            var environment = harness.environment(harness.configuration())
+            environment["PUSHCHAT_APNS_FEEDBACK"] = "127.0.0.1:\(harness.ports.feedback)"
+            try await Self.addUsers(harness, [1], registeredAgo: 2 * 86_400)
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo)])
+
+            // A folder the job may not write (ProtectSystem=strict without ReadWritePaths= did this): exit 1, a line.
+            let readOnly = NSTemporaryDirectory() + "pushchat-metrics-ro-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: readOnly, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: readOnly) }
+            try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: readOnly)
+            let job = Executable(name: "pushchat-feedback")
+            let failed = try job.run(["development", "--metrics-file", readOnly + "/feedback.prom"], environment: environment)
+            #expect(failed.status == 1, "\(failed.standardOutput)")
+            #expect(failed.standardError.contains("cannot write the metrics file \(readOnly)/feedback.prom"))
+            #expect(!FileManager.default.fileExists(atPath: readOnly + "/feedback.prom"))
+
+            let writable = NSTemporaryDirectory() + "pushchat-metrics-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: writable, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: writable) }
+            ServiceUser.own(writable)
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo)])
+            let written = try job.run(["development", "--metrics-file", writable + "/feedback.prom"], environment: environment)
+            #expect(written.status == 0, "\(written.standardError)")
+            let figures = Scrape(try String(contentsOfFile: writable + "/feedback.prom", encoding: .utf8))
+            #expect(figures.sum("pushchat_feedback_success") == 1)
+            #expect(figures.sum("pushchat_feedback_tuples_read") == 1)
+        }
+    }
 }

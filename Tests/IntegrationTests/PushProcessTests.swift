@@ -8,12 +8,7 @@ import Testing
 @Suite(.serialized) struct PushProcessTests {
     /// Starts the daemon binary; returns the process and a pipe with its output.
     static func start(_ environment: [String: String]) throws -> (Process, Pipe) {
-        let process = Process()
-        process.executableURL = Executable(name: "pushchat-push").url
-        process.arguments = ["development"]
-        var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") && $0.key != "APPLICATION_ENV" }
-        merged.merge(environment) { $1 }
-        process.environment = merged
+        let process = Executable(name: "pushchat-push").process(["development"], environment: environment)
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output

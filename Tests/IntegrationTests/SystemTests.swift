@@ -17,10 +17,7 @@ import Testing
     }
 
     static func launch(_ name: String, _ arguments: [String], environment: [String: String], output: String) throws -> Process {
-        let process = Process()
-        process.executableURL = Executable(name: name).url
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") }.merging(environment) { $1 }
+        let process = Executable(name: name).process(arguments, environment: environment)
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardOutput = handle
@@ -33,6 +30,7 @@ import Testing
     static func workDirectory() throws -> String {
         let directory = NSTemporaryDirectory() + "pushchat-system-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        ServiceUser.own(directory)
         return directory
     }
 

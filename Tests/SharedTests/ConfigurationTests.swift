@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOSSL
 import Testing
 
 @testable import Shared
@@ -173,6 +174,37 @@ import Testing
         #expect(!url.description.contains("topsecret"))
         #expect(url.description == "postgres://u:***@h:1/d")
         #expect(try DatabaseURL(parsing: url.connectionString) == url)
+    }
+
+    /// libpq's meaning: only verify-ca and verify-full check the certificate (a stock Debian server's is self-signed).
+    @Test func sslModesFollowLibpq() throws {
+        let modes: [(String, DatabaseURL.TLSMode, CertificateVerification?)] = [
+            ("disable", .disable, nil), ("allow", .allow, CertificateVerification.none), ("prefer", .prefer, CertificateVerification.none),
+            ("require", .require, CertificateVerification.none), ("verify-ca", .verifyCA, .noHostnameVerification),
+            ("verify-full", .verifyFull, .fullVerification),
+        ]
+        for (text, mode, verification) in modes {
+            let url = try DatabaseURL(parsing: "postgres://u@h/d?sslmode=\(text)")
+            #expect(url.tlsMode == mode)
+            #expect(url.tlsConfiguration?.certificateVerification == verification, "sslmode=\(text)")
+        }
+        #expect(try DatabaseURL(parsing: "postgres://u@h/d").tlsConfiguration?.certificateVerification == CertificateVerification.none)
+    }
+
+    @Test func sslRootCertIsReadAtStartAndKeptInTheConnectionString() throws {
+        let file = NSTemporaryDirectory() + "pushchat-root-\(UUID().uuidString).pem"
+        try Data("not checked here".utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let url = try DatabaseURL(parsing: "postgres://u@h/d?sslmode=verify-full&sslrootcert=\(file)")
+        #expect(url.rootCertificateFile == file)
+        #expect(try DatabaseURL(parsing: url.connectionString) == url)
+        #expect(try DatabaseURL(parsing: "postgres://u@h/d?sslmode=verify-full&sslrootcert=system").rootCertificateFile == nil)
+        let error = #expect(throws: ConfigurationError.self) {
+            try DatabaseURL(parsing: "postgres://u@h/d?sslmode=verify-full&sslrootcert=/nonexistent/root.crt")
+        }
+        #expect(error?.description.contains("/nonexistent/root.crt") == true)
+        let mode = #expect(throws: ConfigurationError.self) { try DatabaseURL(parsing: "postgres://u@h/d?sslmode=verify") }
+        #expect(mode?.description.contains("verify-ca, verify-full") == true)
     }
 
     @Test(arguments: ["localhost:5432", "postgres://localhost/db", "postgres://u@h/db?foo=bar", "http://u@h/db", "postgres://u@h:99999/db"])

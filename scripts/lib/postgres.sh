@@ -1,7 +1,10 @@
 # Throwaway PostgreSQL clusters for `scripts/run.sh` and `scripts/test.sh`. Source it; it defines functions only.
 #
 #   pg_ensure_installed          install Debian's postgresql when no server binaries are found
-#   pg_start DIR                 init DIR if empty, start on a free 127.0.0.1 port; sets PG_PORT and PG_URL
+#   pg_start DIR [tls]           init DIR if empty, start on a free 127.0.0.1 port; sets PG_PORT and PG_URL.
+#                                With "tls": ssl = on with a self-signed certificate (as Debian's stock server has);
+#                                PG_URL then has no sslmode (libpq's default, prefer) and PG_CA_FILE names the
+#                                certificate (for sslmode=verify-full tests)
 #   pg_stop DIR                  fast shutdown
 #
 # PostgreSQL refuses to run as root, so as root every server command runs as the `postgres` user.
@@ -49,9 +52,30 @@ pg_free_port() {
     return 1
 }
 
+# A self-signed server certificate for 127.0.0.1 / localhost in DIR.tls/ (like Debian's "snakeoil": nobody signed it).
+pg_self_signed_certificate() {
+    local dir=$1.tls
+    mkdir -p "$dir"
+    if [ ! -s "$dir/server.crt" ]; then
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=localhost" \
+            -addext "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" \
+            -keyout "$dir/server.key" -out "$dir/server.crt" 2>/dev/null \
+            || { echo "cannot create the cluster's TLS certificate (openssl)" >&2; return 1; }
+    fi
+    chmod 755 "$dir"
+    chmod 644 "$dir/server.crt"
+    chmod 600 "$dir/server.key"
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$dir/server.key"
+    echo "$dir"
+}
+
 pg_start() {
-    local dir=$1 bin
+    local dir=$1 tls=${2:-} bin tls_options="" tls_dir=""
     bin=$(pg_bindir)
+    if [ "$tls" = tls ]; then
+        tls_dir=$(pg_self_signed_certificate "$dir") || return 1
+        tls_options="-c ssl=on -c ssl_cert_file=$tls_dir/server.crt -c ssl_key_file=$tls_dir/server.key"
+    fi
     mkdir -p "$dir"
     if [ "$(id -u)" -eq 0 ]; then
         chown postgres: "$dir"
@@ -75,7 +99,7 @@ pg_start() {
         PG_PORT=$(pg_free_port) || return 1
         rm -f "$dir/server.log"
         if pg_as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
-            -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+            -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off $tls_options" \
             start >/dev/null; then
             break
         fi
@@ -86,8 +110,14 @@ pg_start() {
         fi
         echo "port $PG_PORT is in use; trying another" >&2
     done
-    PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
-    export PG_PORT PG_URL
+    if [ -n "$tls_dir" ]; then
+        PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+        PG_CA_FILE="$tls_dir/server.crt"
+    else
+        PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+        PG_CA_FILE=""
+    fi
+    export PG_PORT PG_URL PG_CA_FILE
 }
 
 pg_stop() {

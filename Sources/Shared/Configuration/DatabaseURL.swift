@@ -4,10 +4,23 @@ import PostgresNIO
 
 /// A parsed `postgres://user:password@host:port/database` URL.
 ///
-/// Query parameters: `sslmode` (`disable`, `prefer` (the default, as libpq), `require`) and `host` (a directory
-/// holding PostgreSQL's Unix socket, which then replaces the TCP host, as libpq does).
+/// Query parameters, with libpq's meaning:
+/// - `sslmode`: `disable` (plain TCP); `allow` and `prefer` (the default) use TLS when the server offers it, and
+///   `require` insists on it, all three without verifying the server's certificate (a stock Debian PostgreSQL has
+///   `ssl = on` with a self-signed "snakeoil" certificate); `verify-ca` verifies the chain, and `verify-full` also
+///   the host name, against `sslrootcert`.
+/// - `sslrootcert`: a PEM file of trusted roots for `verify-ca`/`verify-full`; without it (or with `system`) the
+///   system's roots.
+/// - `host`: a directory holding PostgreSQL's Unix socket, which then replaces the TCP host.
 public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
-    public enum TLSMode: String, Sendable { case disable, prefer, require }
+    public enum TLSMode: String, Sendable, CaseIterable {
+        case disable, allow, prefer, require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+
+        /// Whether the server's certificate is checked against trusted roots.
+        public var verifiesCertificate: Bool { self == .verifyCA || self == .verifyFull }
+    }
 
     public var host: String
     public var port: Int
@@ -15,6 +28,8 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     public var password: String?
     public var database: String
     public var tlsMode: TLSMode
+    /// Trusted roots for `verify-ca`/`verify-full` (`sslrootcert`); nil: the system's.
+    public var rootCertificateFile: String?
     /// The Unix-socket directory, when the URL names one.
     public var socketDirectory: String?
 
@@ -33,13 +48,22 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         database = database.removingPercentEncoding ?? database
         var socketDirectory: String?
         var tlsMode = TLSMode.prefer
+        var rootCertificateFile: String?
         for item in components.queryItems ?? [] {
             switch item.name {
             case "sslmode":
                 guard let value = item.value, let mode = TLSMode(rawValue: value) else {
-                    throw invalid("sslmode must be disable, prefer or require")
+                    throw invalid("sslmode must be one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 tlsMode = mode
+            case "sslrootcert":
+                guard let value = item.value, !value.isEmpty else { throw invalid("sslrootcert needs a file") }
+                if value != "system" {
+                    guard FileManager.default.isReadableFile(atPath: value) else {
+                        throw invalid("sslrootcert: cannot read '\(value)'")
+                    }
+                    rootCertificateFile = value
+                }
             case "host":
                 socketDirectory = item.value
             default:
@@ -56,6 +80,7 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         self.password = components.password
         self.database = database.isEmpty ? user : database
         self.tlsMode = tlsMode
+        self.rootCertificateFile = rootCertificateFile
         self.socketDirectory = socketDirectory
     }
 
@@ -83,9 +108,23 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         components.port = port
         components.path = "/" + database
         var items = [URLQueryItem(name: "sslmode", value: tlsMode.rawValue)]
+        if let rootCertificateFile { items.append(URLQueryItem(name: "sslrootcert", value: rootCertificateFile)) }
         if let socketDirectory { items.append(URLQueryItem(name: "host", value: socketDirectory)) }
         components.queryItems = items
         return components.string ?? ""
+    }
+
+    /// The TLS client configuration `sslmode` asks for (libpq's meaning), nil for `disable`.
+    public var tlsConfiguration: TLSConfiguration? {
+        guard tlsMode != .disable else { return nil }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch tlsMode {
+        case .disable, .allow, .prefer, .require: tls.certificateVerification = .none
+        case .verifyCA: tls.certificateVerification = .noHostnameVerification
+        case .verifyFull: tls.certificateVerification = .fullVerification
+        }
+        if let rootCertificateFile { tls.trustRoots = .file(rootCertificateFile) }
+        return tls
     }
 
     /// A PostgresNIO client configuration for this URL; `applicationName` shows in `pg_stat_activity`.
@@ -100,10 +139,10 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
             )
         } else {
             let tls: PostgresClient.Configuration.TLS
-            switch tlsMode {
-            case .disable: tls = .disable
-            case .prefer: tls = .prefer(.makeClientConfiguration())
-            case .require: tls = .require(.makeClientConfiguration())
+            switch (tlsMode, tlsConfiguration) {
+            case (.disable, _), (_, nil): tls = .disable
+            case (.allow, let configuration?), (.prefer, let configuration?): tls = .prefer(configuration)
+            case (_, let configuration?): tls = .require(configuration)
             }
             configuration = .init(host: host, port: port, username: username, password: password, database: database, tls: tls)
         }

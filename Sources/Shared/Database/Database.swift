@@ -52,10 +52,10 @@ extension DatabaseURL {
             )
         } else {
             let tls: PostgresConnection.Configuration.TLS
-            switch tlsMode {
-            case .disable: tls = .disable
-            case .prefer: tls = .prefer(try .init(configuration: .makeClientConfiguration()))
-            case .require: tls = .require(try .init(configuration: .makeClientConfiguration()))
+            switch (tlsMode, tlsConfiguration) {
+            case (.disable, _), (_, nil): tls = .disable
+            case (.allow, let configuration?), (.prefer, let configuration?): tls = .prefer(try .init(configuration: configuration))
+            case (_, let configuration?): tls = .require(try .init(configuration: configuration))
             }
             configuration = .init(host: host, port: port, username: username, password: password, database: database, tls: tls)
         }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Runs one of the package's built executables (they sit next to the test bundle) and captures its output.
+/// Runs one of the package's built executables (they sit next to the test bundle) as the service user (see
+/// ``ServiceUser``) and captures its output.
 struct Executable {
     struct Result {
         let status: Int32
@@ -23,14 +24,22 @@ struct Executable {
         return directory.appendingPathComponent(name)
     }
 
-    func run(_ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil) throws -> Result {
+    /// A process for this executable, not yet started: the environment is the test's without its `PUSHCHAT_*`
+    /// settings, plus `environment`.
+    func process(_ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil) -> Process {
         let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
+        let (executable, fullArguments) = ServiceUser.command(url, arguments)
+        process.executableURL = executable
+        process.arguments = fullArguments
         var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") && $0.key != "APPLICATION_ENV" }
         merged.merge(environment) { $1 }
         process.environment = merged
         process.currentDirectoryURL = currentDirectory ?? FileManager.default.temporaryDirectory
+        return process
+    }
+
+    func run(_ arguments: [String], environment: [String: String] = [:], currentDirectory: URL? = nil) throws -> Result {
+        let process = process(arguments, environment: environment, currentDirectory: currentDirectory)
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output

@@ -20,6 +20,11 @@ enum TestCertificates {
             Issue.record("cannot run deploy/dev-certs.sh: \(error)")
         }
         if process.terminationStatus != 0 { Issue.record("deploy/dev-certs.sh failed with status \(process.terminationStatus)") }
+        // The executables run as the service user: keys and certificates 0640 root:<its group>, as the guide says.
+        ServiceUser.shareWithGroup(directory, mode: 0o750)
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+            ServiceUser.shareWithGroup(directory + "/" + file)
+        }
         return directory
     }()
 
