@@ -30,6 +30,8 @@ enum APIApplication {
         TestPages.addRoutes(to: router, mode: configuration.mode)
         return Application(
             router: router,
+            // HTTP/1.0 requests without keep-alive get their answer and the connection closed, as the tutorial's server did.
+            server: .http1(configuration: .init(additionalChannelHandlers: [HTTP10ConnectionInstaller()])),
             configuration: .init(
                 address: .hostname(configuration.apiHost, port: configuration.apiPort),
                 serverName: "PushChat"

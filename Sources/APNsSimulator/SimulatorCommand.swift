@@ -42,7 +42,7 @@ struct SimulatorCommand: AsyncParsableCommand {
     var unregistered: String?
     @Option(help: "File of feedback tuples, one per line: HEX-TOKEN EPOCH-SECONDS.")
     var feedback: String?
-    @Option(help: "Feedback service fault: none, truncated, garbage or hang.")
+    @Option(help: "Feedback service fault: none, truncated, garbage, hang, unclean (no TLS close_notify) or unclean-truncated.")
     var feedbackFault = "none"
     @Option(help: "Append every accepted notification to this JSON-lines file.")
     var record: String?
@@ -105,7 +105,10 @@ struct SimulatorCommand: AsyncParsableCommand {
             }
         }
         guard let fault = SimulatorConfiguration.FeedbackFault(rawValue: feedbackFault) else {
-            throw SimulatorError(reason: "--feedback-fault must be none, truncated, garbage or hang")
+            throw SimulatorError(
+                reason:
+                    "--feedback-fault must be one of \(SimulatorConfiguration.FeedbackFault.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         configuration.feedbackFault = fault
         configuration.faults.closeAfterFrames = closeAfter

@@ -57,8 +57,7 @@ public struct FeedbackJob: Sendable {
             )
         }
         var report = FeedbackReport()
-        var tuples: [FeedbackTuple] = []
-        var truncated = 0
+        var read = FeedbackRead()
         if let tls {
             let service = FeedbackServiceClient(
                 connector: GatewayConnector(endpoint: configuration.apns.feedback, tls: tls, timeout: .seconds(10)),
@@ -66,7 +65,7 @@ public struct FeedbackJob: Sendable {
             )
             logger.info("Connecting to \(configuration.apns.feedback)")
             do {
-                (tuples, truncated) = try await service.readAll()
+                read = try await service.readAll()
             } catch let error as FeedbackError {
                 throw error
             } catch {
@@ -76,20 +75,41 @@ public struct FeedbackJob: Sendable {
             report.serviceRead = false
             logger.info("HTTP/2 transport: no feedback service to read; handling the push daemon's invalid-token reports")
         }
-        report.tuplesRead = tuples.count
-        report.truncatedBytes = truncated
-        if truncated > 0 {
-            logger.warning("The feedback service closed in the middle of a tuple: \(truncated) bytes ignored")
+        report.tuplesRead = read.tuples.count
+        report.truncatedBytes = read.truncatedBytes
+        report.uncleanShutdown = read.uncleanShutdown
+        if read.uncleanShutdown {
+            logger.warning(
+                "The feedback service closed the connection without TLS close_notify after \(read.tuples.count) whole tuples; processing them"
+            )
         }
-        for tuple in tuples {
+        if read.truncatedBytes > 0 {
+            logger.warning("The feedback service closed in the middle of a tuple: \(read.truncatedBytes) bytes ignored")
+        }
+        for tuple in read.tuples {
             logger.debug("Feedback: token \(tuple.tokenHex) gone since \(tuple.timestamp)")
         }
+        // The tuples are stored first, in one statement: Apple forgets what it sent, so if the database fails after
+        // this, the next run finds them pending and finishes the work.
         do {
-            (report.deletedByFeedback, report.keptByFeedback) = try await store.apply(tuples)
-            (report.invalidTokensProcessed, report.deletedByInvalidTokens, report.keptByInvalidTokens) =
-                try await store.applyInvalidTokens()
+            try await store.record(read.tuples)
         } catch {
-            throw FeedbackError(reason: "database error while deleting users: \(Self.describe(error))")
+            throw FeedbackError(
+                reason:
+                    "database error while storing \(read.tuples.count) feedback tuples (the service will not send them again): \(Self.describe(error))"
+            )
+        }
+        do {
+            let applied = try await store.applyInvalidTokens()
+            report.deletedByFeedback = applied.feedback.deleted
+            report.keptByFeedback = applied.feedback.kept
+            report.invalidTokensProcessed = applied.daemon.processed
+            report.deletedByInvalidTokens = applied.daemon.deleted
+            report.keptByInvalidTokens = applied.daemon.kept
+        } catch {
+            throw FeedbackError(
+                reason: "database error while deleting users: \(Self.describe(error)); the reports stay pending for the next run"
+            )
         }
         return report
     }

@@ -6,6 +6,8 @@ public struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
     public var tuplesRead = 0
     /// Bytes at the end of the stream that did not make a whole tuple (the service closed mid-tuple).
     public var truncatedBytes = 0
+    /// The service closed without TLS close_notify (its whole tuples were processed).
+    public var uncleanShutdown = false
     /// Users deleted because of the feedback service.
     public var deletedByFeedback = 0
     /// Users kept although the feedback service named their token: they registered it again afterwards.
@@ -30,6 +32,7 @@ public struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
         text +=
             " invalid tokens from the push daemon: \(invalidTokensProcessed) processed, \(deletedByInvalidTokens) deleted, \(keptByInvalidTokens) kept)"
         if truncatedBytes > 0 { text += "; ignored a truncated last tuple (\(truncatedBytes) bytes)" }
+        if uncleanShutdown { text += "; the service closed without TLS close_notify" }
         return text
     }
 }

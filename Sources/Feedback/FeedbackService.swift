@@ -1,7 +1,19 @@
 import Logging
 import NIOCore
+import NIOSSL
 import Push
 import Shared
+
+/// What one connection to the feedback service delivered.
+public struct FeedbackRead: Sendable, Equatable {
+    /// Every whole tuple.
+    public var tuples: [FeedbackTuple] = []
+    /// Bytes at the end that did not make a whole tuple (not processed).
+    public var truncatedBytes = 0
+    /// The service closed the TCP connection without TLS close_notify. Apple's service closed cleanly; an
+    /// independent implementation does not. The whole tuples before it are as good as any.
+    public var uncleanShutdown = false
+}
 
 /// Reads every tuple the binary feedback service sends, until it closes the connection.
 public struct FeedbackServiceClient: Sendable {
@@ -15,7 +27,7 @@ public struct FeedbackServiceClient: Sendable {
     }
 
     /// The tuples, and how many bytes of an incomplete last tuple were dropped.
-    public func readAll() async throws -> (tuples: [FeedbackTuple], truncatedBytes: Int) {
+    public func readAll() async throws -> FeedbackRead {
         let (channel, _) = try await connector.connect()
         let endpoint = connector.endpoint
         let timeout = self.timeout
@@ -23,13 +35,15 @@ public struct FeedbackServiceClient: Sendable {
             return try await withDeadline(timeout) {
                 try await channel.executeThenClose { inbound, _ in
                     var buffer = ByteBuffer()
-                    var tuples: [FeedbackTuple] = []
+                    var read = FeedbackRead()
                     do {
                         for try await chunk in inbound {
                             buffer.writeImmutableBuffer(chunk)
-                            while let tuple = try FeedbackTuple.read(from: &buffer) { tuples.append(tuple) }
+                            while let tuple = try FeedbackTuple.read(from: &buffer) { read.tuples.append(tuple) }
                             buffer.discardReadBytes()
                         }
+                    } catch NIOSSLError.uncleanShutdown {
+                        read.uncleanShutdown = true
                     } catch let error as FeedbackDecodingError {
                         throw FeedbackError(
                             reason: "\(endpoint) sent data that is not feedback tuples (\(error.reason)); nothing was deleted"
@@ -37,7 +51,8 @@ public struct FeedbackServiceClient: Sendable {
                     } catch {
                         throw FeedbackError(reason: "reading from \(endpoint) failed: \(GatewayConnector.describe(error))")
                     }
-                    return (tuples, buffer.readableBytes)
+                    read.truncatedBytes = buffer.readableBytes
+                    return read
                 }
             }
         } catch is DeadlineExceeded {

@@ -85,6 +85,7 @@ public final class APNsSimulator: Service, Sendable {
         do {
             feedback = try await bind(port: configuration.feedbackPort) { [state, logger, tlsContext] channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(UncleanCloser())
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tlsContext))
                     try channel.pipeline.syncOperations.addHandler(FeedbackHandler(state: state, logger: logger))
                 }

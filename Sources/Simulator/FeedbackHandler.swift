@@ -38,9 +38,9 @@ final class FeedbackHandler: ChannelInboundHandler {
         var buffer = context.channel.allocator.buffer(capacity: tuples.count * 38 + 16)
         for tuple in tuples { tuple.write(into: &buffer) }
         switch fault {
-        case .none, .hang:
+        case .none, .hang, .unclean:
             break
-        case .truncated:
+        case .truncated, .uncleanTruncated:
             buffer.writeInteger(UInt32(1_700_000_000))
             buffer.writeInteger(UInt16(32))
             buffer.writeBytes([0xAB, 0xCD, 0xEF])
@@ -50,7 +50,32 @@ final class FeedbackHandler: ChannelInboundHandler {
         logger.debug("Serving \(tuples.count) feedback tuples (fault: \(fault.rawValue))")
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in
-            if fault != .hang { channel.close(promise: nil) }
+            switch fault {
+            case .hang: break
+            case .unclean, .uncleanTruncated: UncleanCloser.close(channel)
+            case .none, .truncated, .garbage: channel.close(promise: nil)
+            }
+        }
+    }
+}
+
+/// Sits before the TLS handler (nearest the socket), so a close it starts never passes the TLS handler: the TCP
+/// connection ends without close_notify, an unclean shutdown.
+final class UncleanCloser: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = ByteBuffer
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// Closes `channel` below its TLS handler.
+    static func close(_ channel: any Channel) {
+        channel.eventLoop.execute {
+            guard let closer = try? channel.pipeline.syncOperations.handler(type: UncleanCloser.self), let context = closer.context else {
+                channel.close(promise: nil)
+                return
+            }
+            context.close(promise: nil)
         }
     }
 }

@@ -78,6 +78,11 @@ public struct SimulatorConfiguration: Sendable {
         case garbage
         /// Send the tuples and never close.
         case hang
+        /// Send the tuples, then close the TCP connection without TLS close_notify (an unclean shutdown, as an
+        /// independent implementation of the service does).
+        case unclean
+        /// Send the tuples and half a tuple, then close without close_notify.
+        case uncleanTruncated = "unclean-truncated"
     }
 
     /// The HTTP/2 listener: how it authenticates and what it injects.

@@ -8,7 +8,9 @@ import Shared
 /// The simulator's read-only HTTP status page on loopback: counters and the last notifications, so a person can
 /// see what "arrived on the phone".
 ///
-/// `GET /` (counters and the last 20), `GET /notifications?limit=N` (the last N, at most the kept number).
+/// `GET /` (a page: the counters and a phone lock screen per device token, updating itself), `GET /screens` (the
+/// part of it that updates), `GET /status.json` (counters and the last 20 as JSON), `GET /notifications?limit=N`
+/// (the last N as JSON, at most the kept number).
 enum StatusPage {
     static func withRunning<T: Sendable>(
         host: String,
@@ -18,7 +20,9 @@ enum StatusPage {
         _ body: (Int) async throws -> T
     ) async throws -> T {
         let router = Router()
-        router.get("/") { _, _ in json(summary(state)) }
+        router.get("/") { _, _ in html(page(state)) }
+        router.get("/screens") { _, _ in html(screens(state)) }
+        router.get("/status.json") { _, _ in json(summary(state)) }
         router.get("/notifications") { request, _ in
             let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 100
             return json("[" + state.recent(limit: max(0, limit)).map(\.json).joined(separator: ",\n") + "]\n")
@@ -61,6 +65,14 @@ enum StatusPage {
         let counters = (try? encoder.encode(state.counters)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         let recent = state.recent(limit: 20).map(\.json).joined(separator: ",\n    ")
         return "{\n  \"counters\": \(counters),\n  \"last\": [\n    \(recent)\n  ]\n}\n"
+    }
+
+    static func html(_ text: String) -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: text))
+        )
     }
 
     static func json(_ text: String) -> Response {

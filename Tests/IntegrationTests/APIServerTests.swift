@@ -241,6 +241,40 @@ import Testing
         }
     }
 
+    /// The tutorial's server answered HTTP/1.0 and closed: a request without keep-alive gets its answer and the end
+    /// of the connection (the client reads until the server closes); keep-alive keeps it open.
+    @Test func http10WithoutKeepAliveIsAnsweredAndClosed() async throws {
+        try await APIHarness.run { api in
+            let port = try #require(api.client.port)
+            let form = "cmd=join&udid=\(Device.udid(1))&token=\(Device.token(1))&name=Ann&code=old"
+            let request =
+                "POST /api.php HTTP/1.0\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n\(form)"
+            // exchange reads until the server closes; it fails after 5 s if the connection stays open.
+            let reply = String(
+                buffer: try await TLSTestClient.exchange(port: port, tls: nil, send: ByteBuffer(string: request), timeout: .seconds(5))
+            )
+            #expect(reply.hasPrefix("HTTP/1.1 200"), "\(reply)")
+            #expect(reply.lowercased().contains("connection: close"))
+            #expect(reply.hasSuffix("\r\n\r\nOK"))
+            let get = String(
+                buffer: try await TLSTestClient.exchange(
+                    port: port,
+                    tls: nil,
+                    send: ByteBuffer(string: "GET /healthz HTTP/1.0\r\n\r\n"),
+                    timeout: .seconds(5)
+                )
+            )
+            #expect(get.hasSuffix("ok\n"), "\(get)")
+
+            // HTTP/1.0 with keep-alive: two requests on one connection, then the client hangs up.
+            let twice = "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /healthz HTTP/1.0\r\n\r\n"
+            let both = String(
+                buffer: try await TLSTestClient.exchange(port: port, tls: nil, send: ByteBuffer(string: twice), timeout: .seconds(5))
+            )
+            #expect(both.components(separatedBy: "ok\n").count == 3, "\(both)")
+        }
+    }
+
     @Test func helperPages() async throws {
         try await APIHarness.run { api in
             let index = try await api.get("/")
@@ -250,11 +284,15 @@ import Testing
             #expect(database.status == .ok)
             #expect(database.text == "Database OK: 0 active users\n")
             for command in ["join", "leave", "update", "message"] {
-                let page = try await api.get("/test/api_\(command).html")
-                #expect(page.status == .ok)
-                #expect(page.headers[.contentType] == "text/html; charset=utf-8")
-                #expect(page.text.contains(#"<form method="post" action="/api.php">"#))
-                #expect(page.text.contains(#"name="cmd" value="\#(command)""#))
+                for (suffix, field) in [("", "udid"), ("_2013", "user_id")] {
+                    let page = try await api.get("/test/api_\(command)\(suffix).html")
+                    #expect(page.status == .ok)
+                    #expect(page.headers[.contentType] == "text/html; charset=utf-8")
+                    #expect(page.text.contains(#"<form method="post" action="/api.php" id="\#(command)">"#))
+                    #expect(page.text.contains(#"name="cmd" value="\#(command)""#))
+                    #expect(page.text.contains(#"<input name="\#(field)""#), "\(command)\(suffix)")
+                    #expect(index.text.contains("/test/api_\(command)\(suffix).html"))
+                }
             }
         }
     }

@@ -129,6 +129,83 @@ import Testing
         }
     }
 
+    /// An independent feedback service closes the TCP connection without TLS close_notify: the whole tuples before
+    /// that count, a trailing partial tuple is counted and ignored.
+    @Test func aServiceThatClosesUncleanlyIsReadToItsLastWholeTuple() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, [1, 2, 3], registeredAgo: 2 * 86_400)
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo), Self.tuple(2, at: Self.dayAgo)], fault: .unclean)
+            let report = try await Self.job(harness).run()
+            #expect(report.tuplesRead == 2)
+            #expect(report.uncleanShutdown)
+            #expect(report.truncatedBytes == 0)
+            #expect(report.deletedByFeedback == 2)
+            #expect(report.description.contains("without TLS close_notify"))
+            #expect(try await Self.users(harness) == "user 3")
+
+            harness.simulator.state.setFeedback([Self.tuple(3, at: Self.dayAgo)], fault: .uncleanTruncated)
+            let truncated = try await Self.job(harness).run()
+            #expect(truncated.tuplesRead == 1)
+            #expect(truncated.uncleanShutdown)
+            #expect(truncated.truncatedBytes > 0)
+            #expect(try await Self.users(harness) == "")
+        }
+    }
+
+    @Test func theExecutableSucceedsAgainstAServiceThatClosesUncleanly() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, [1, 2], registeredAgo: 2 * 86_400)
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo)], fault: .uncleanTruncated)
+            var environment = harness.environment(harness.configuration())
+            environment["PUSHCHAT_APNS_FEEDBACK"] = "127.0.0.1:\(harness.ports.feedback)"
+            let result = try Executable(name: "pushchat-feedback").run(["development"], environment: environment)
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.standardOutput.contains("warning"), "\(result.standardOutput)")
+            #expect(result.standardOutput.contains("without TLS close_notify"))
+            #expect(result.standardOutput.contains("Feedback: 1 tuples read, 1 users deleted"))
+            #expect(try await Self.users(harness) == "user 2")
+        }
+    }
+
+    /// Apple forgets what it sent: tuples are stored before users are deleted, so a database failure in between
+    /// loses nothing and the next run (which reads nothing new) finishes the work.
+    @Test func aDatabaseFailureAfterReadingIsFinishedByTheNextRun() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, [1, 2, 3], registeredAgo: 2 * 86_400)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    """
+                    CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN RAISE EXCEPTION 'deletes refused by the test'; END $$
+                    """,
+                    logger: TestDatabase.logger
+                )
+                try await connection.query(
+                    "CREATE TRIGGER refuse_delete BEFORE DELETE ON active_users FOR EACH ROW EXECUTE FUNCTION refuse_delete()",
+                    logger: TestDatabase.logger
+                )
+            }
+            harness.simulator.state.setFeedback([Self.tuple(1, at: Self.dayAgo), Self.tuple(2, at: Self.dayAgo)])
+            let error = await #expect(throws: FeedbackError.self) { try await Self.job(harness).run() }
+            #expect(error?.description.contains("deletes refused by the test") == true, "\(String(describing: error))")
+            #expect(try await Self.users(harness) == "user 1,user 2,user 3")
+            let pending = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT count(*) FROM invalid_tokens WHERE processed_at IS NULL AND source = 'feedback service'",
+                as: Int64.self
+            )
+            #expect(pending == 2)
+
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query("DROP TRIGGER refuse_delete ON active_users", logger: TestDatabase.logger)
+            }
+            let report = try await Self.job(harness).run()
+            #expect(report.tuplesRead == 0, "Apple does not send them again")
+            #expect(report.deletedByFeedback == 2)
+            #expect(try await Self.users(harness) == "user 3")
+        }
+    }
+
     @Test func garbageFromTheServiceDeletesNothing() async throws {
         try await PushHarness.run { harness in
             try await Self.addUsers(harness, [1], registeredAgo: 2 * 86_400)

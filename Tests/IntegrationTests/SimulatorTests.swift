@@ -267,7 +267,12 @@ import Testing
                 state.counters.accepted == 3
             }
             let status = try #require(ports.status)
-            let summary = try await TLSTestClient.get(port: status, path: "/")
+            let page = try await TLSTestClient.get(port: status, path: "/")
+            #expect(page.contains("<section class=\"phone\" data-token=\"\(DeviceToken.hex(Self.token(2)))\">"), "\(page)")
+            #expect(page.contains("setInterval(refresh"), "the page updates itself")
+            let screens = try await TLSTestClient.get(port: status, path: "/screens")
+            #expect(screens.contains("<b data-counter=\"accepted\">3</b>"))
+            let summary = try await TLSTestClient.get(port: status, path: "/status.json")
             let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
             let counters = try #require(object["counters"] as? [String: Any])
             #expect(counters["accepted"] as? Int == 3)

@@ -65,6 +65,106 @@ import Testing
         return processes
     }
 
+    /// The processes' settings for production over HTTP/2 with token authentication against the simulator.
+    static func http2Environment(url: DatabaseURL, api: Int, http2: Int, unused: Int) -> [String: String] {
+        [
+            "PUSHCHAT_DATABASE_URL": url.connectionString,
+            "PUSHCHAT_API_HOST": "127.0.0.1",
+            "PUSHCHAT_API_PORT": "\(api)",
+            "PUSHCHAT_APNS_TRANSPORT": "http2",
+            "PUSHCHAT_APNS_HOST": "127.0.0.1:\(http2)",
+            "PUSHCHAT_APNS_TOPIC": PushHarness.topic,
+            "PUSHCHAT_APNS_KEY_FILE": TestCertificates.path("AuthKey_DEVKEY0001.p8"),
+            "PUSHCHAT_APNS_KEY_ID": PushHarness.keyID,
+            "PUSHCHAT_APNS_TEAM_ID": PushHarness.teamID,
+            "PUSHCHAT_APNS_CA_FILE": TestCertificates.path("ca.pem"),
+            // Nothing listens here: the feedback job must not try it.
+            "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(unused)",
+            "PUSHCHAT_LOG_FILE": "-",
+            "PUSHCHAT_PUSH_STATUS_PORT": "0",
+        ]
+    }
+
+    /// The simulator (HTTP/2 on `http2`, tokens in `directory/unregistered.txt` answered 410), API and push daemon in
+    /// production mode.
+    static func startOverHTTP2(in directory: String, environment: [String: String], http2: Int, api: Int) async throws -> Processes {
+        if !FileManager.default.fileExists(atPath: directory + "/unregistered.txt") {
+            try "".write(toFile: directory + "/unregistered.txt", atomically: true, encoding: .utf8)
+        }
+        return try await start(
+            in: directory,
+            simulator: [
+                "--gateway-port", "0", "--feedback-port", "0", "--http2-port", "\(http2)", "--topic", PushHarness.topic,
+                "--unregistered", directory + "/unregistered.txt",
+            ],
+            mode: "production",
+            environment: environment,
+            api: api
+        )
+    }
+
+    /// The notifications the simulator recorded in `directory`, once `count` have arrived (within 20 s).
+    static func arrived(in directory: String, count: Int) async throws -> [[String: Any]] {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var lines: [Substring] = []
+        while ContinuousClock.now < deadline {
+            lines = ((try? String(contentsOfFile: directory + "/" + recordFile, encoding: .utf8)) ?? "").split(separator: "\n")
+            if lines.count >= count { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// The 2013 ("iOS 6") app's exact requests (AFNetworking form posts: cmd, user_id, token, name, code, text; the
+    /// user_id an NSUUID without dashes, upper-case) beside a 2011 app (udid) in one room, over HTTP/2 in production.
+    @Test func theTwentyThirteenAppsRequestsWorkBesideThe2011App() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let directory = try Self.workDirectory()
+            let (http2, api, unused) = (try Self.freePort(), try Self.freePort(), try Self.freePort())
+            let environment = Self.http2Environment(url: url, api: api, http2: http2, unused: unused)
+            let processes = try await Self.startOverHTTP2(in: directory, environment: environment, http2: http2, api: api)
+            defer { processes.stop() }
+            let annUserID = "9F3A61C2D4B84E0F8A7B6C5D4E3F2A1B"  // [[NSUUID UUID] UUIDString] without dashes
+            let (annToken, annNewToken) = (String(repeating: "a1", count: 32), String(repeating: "a2", count: 32))
+            let bobUDID = String(repeating: "2", count: 40)
+            let bobToken = String(repeating: "b1", count: 32)
+            for (form, expected) in [
+                ("cmd=join&user_id=\(annUserID)&token=\(annToken)&name=Ann&code=demo", "200"),
+                ("cmd=join&udid=\(bobUDID)&token=\(bobToken)&name=Bob&code=demo", "200"),
+                ("cmd=message&user_id=\(annUserID)&text=Hi+Bob", "200"),
+                ("cmd=message&udid=\(bobUDID)&text=Hi+Ann", "200"),
+                ("cmd=update&user_id=\(annUserID)&token=\(annNewToken)", "200"),
+                ("cmd=message&udid=\(bobUDID)&text=New+phone%3F", "200"),
+                ("cmd=message&user_id=&text=lost", "400"),
+                ("cmd=message&user_id=not-a-uuid&text=lost", "400"),
+            ] {
+                let response = try await Self.post(port: api, form)
+                #expect(response.hasPrefix("HTTP/1.1 \(expected)"), "\(form): \(response)")
+            }
+            let refused = try await Self.post(port: api, "cmd=leave&user_id=")
+            #expect(refused.contains("X-Error-Description: Missing user_id") || refused.contains("x-error-description: Missing user_id"))
+            let arrived = try await Self.arrived(in: directory, count: 3)
+            let seen = arrived.map { "\($0["token"] as? String ?? "") \($0["payload"] as? String ?? "")" }
+            #expect(
+                Set(seen) == [
+                    #"\#(bobToken) {"aps":{"alert":"Ann: Hi Bob","sound":"default"}}"#,
+                    #"\#(annToken) {"aps":{"alert":"Bob: Hi Ann","sound":"default"}}"#,
+                    #"\#(annNewToken) {"aps":{"alert":"Bob: New phone?","sound":"default"}}"#,
+                ],
+                "\(seen)"
+            )
+            // The 2013 app's id is stored like a udid: lower-case hex, the same device for every command.
+            let stored = try await TestDatabase.scalar(
+                url,
+                "SELECT udid || ' ' || device_token FROM active_users WHERE nickname = 'Ann'",
+                as: String.self
+            )
+            #expect(stored == "\(annUserID.lowercased()) \(annNewToken)")
+            #expect(try await Self.post(port: api, "cmd=leave&user_id=\(annUserID)").hasPrefix("HTTP/1.1 200"))
+            #expect(try await TestDatabase.scalar(url, "SELECT string_agg(nickname, ',') FROM active_users", as: String.self) == "Bob")
+        }
+    }
+
     static func freePort() throws -> Int {
         let channel = try ServerBootstrapPort.bindEphemeral()
         return channel
@@ -163,32 +263,8 @@ import Testing
             let carlToken = String(repeating: "ef", count: 32)
             let bobToken = String(repeating: "cd", count: 32)
             try "\(bobToken)\n".write(toFile: directory + "/unregistered.txt", atomically: true, encoding: .utf8)
-            let environment = [
-                "PUSHCHAT_DATABASE_URL": url.connectionString,
-                "PUSHCHAT_API_HOST": "127.0.0.1",
-                "PUSHCHAT_API_PORT": "\(api)",
-                "PUSHCHAT_APNS_TRANSPORT": "http2",
-                "PUSHCHAT_APNS_HOST": "127.0.0.1:\(http2)",
-                "PUSHCHAT_APNS_TOPIC": PushHarness.topic,
-                "PUSHCHAT_APNS_KEY_FILE": TestCertificates.path("AuthKey_DEVKEY0001.p8"),
-                "PUSHCHAT_APNS_KEY_ID": PushHarness.keyID,
-                "PUSHCHAT_APNS_TEAM_ID": PushHarness.teamID,
-                "PUSHCHAT_APNS_CA_FILE": TestCertificates.path("ca.pem"),
-                // Nothing listens here: the feedback job must not try it.
-                "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(unused)",
-                "PUSHCHAT_LOG_FILE": "-",
-                "PUSHCHAT_PUSH_STATUS_PORT": "0",
-            ]
-            let processes = try await Self.start(
-                in: directory,
-                simulator: [
-                    "--gateway-port", "0", "--feedback-port", "0", "--http2-port", "\(http2)", "--topic", PushHarness.topic,
-                    "--unregistered", directory + "/unregistered.txt",
-                ],
-                mode: "production",
-                environment: environment,
-                api: api
-            )
+            let environment = Self.http2Environment(url: url, api: api, http2: http2, unused: unused)
+            let processes = try await Self.startOverHTTP2(in: directory, environment: environment, http2: http2, api: api)
             defer { processes.stop() }
             let (ann, bob, carl) = (String(repeating: "1", count: 40), String(repeating: "2", count: 40), String(repeating: "3", count: 40))
             for form in [

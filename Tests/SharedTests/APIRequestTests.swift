@@ -82,9 +82,35 @@ import Testing
         (["cmd": "message", "udid": APIRequestTests.udid, "text": "tab\there"], "Invalid text"),
         (["cmd": "fetch", "udid": APIRequestTests.udid, "since": "-1"], "Invalid since"),
         (["cmd": "fetch", "udid": APIRequestTests.udid, "since": "99999999999999999999"], "Invalid since"),
+        // The 2013 app's user_id: errors name the field the client used.
+        (["cmd": "join", "user_id": ""], "Missing user_id"),
+        (["cmd": "join", "user_id": "  "], "Missing user_id"),
+        (["cmd": "join", "user_id": "xyz"], "Invalid user_id"),
+        (["cmd": "leave", "user_id": String(repeating: "A", count: 31)], "Invalid user_id"),
+        (["cmd": "message", "user_id": String(repeating: "G", count: 32), "text": "hi"], "Invalid user_id"),
+        (["cmd": "update", "user_id": "4A0F2B9C8D7E6F5A4B3C2D1E0F9A8B7C"], "Missing device token"),
+        (["cmd": "fetch", "user_id": "4A0F2B9C8D7E6F5A4B3C2D1E0F9A8B7C", "since": "x"], "Invalid since"),
     ])
     func refuses(fields: [String: String], description: String) {
         #expect(error(fields) == description)
+    }
+
+    /// The 2013 app sends `user_id`: an NSUUID without dashes, upper-case (its test forms: 40 digits). It names the
+    /// same device as the 2011 app's `udid` with the same digits, for every command.
+    @Test func userIDIsTheUdidOfThe2013App() throws {
+        let upper = "4A0F2B9C8D7E6F5A4B3C2D1E0F9A8B7C"
+        let lower = upper.lowercased()
+        #expect(
+            try parse(["cmd": "join", "user_id": upper, "token": Self.token, "name": "Ann", "code": "c"])
+                == .join(udid: lower, token: Self.token, name: "Ann", code: "c")
+        )
+        #expect(try parse(["cmd": "leave", "user_id": upper]) == .leave(udid: lower))
+        #expect(try parse(["cmd": "update", "user_id": upper, "token": Self.token]) == .update(udid: lower, token: Self.token))
+        #expect(try parse(["cmd": "message", "user_id": upper, "text": "hi"]) == .message(udid: lower, text: "hi"))
+        #expect(try parse(["cmd": "fetch", "user_id": upper]) == .fetch(udid: lower, since: 0))
+        #expect(try parse(["cmd": "leave", "user_id": Self.udid.uppercased()]) == .leave(udid: Self.udid))
+        // Both fields: udid, the original, wins.
+        #expect(try parse(["cmd": "leave", "udid": Self.udid, "user_id": upper]) == .leave(udid: Self.udid))
     }
 
     @Test func limitsAreInclusive() throws {

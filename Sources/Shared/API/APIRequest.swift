@@ -81,6 +81,9 @@ public struct APIRequestError: Error, Equatable, Sendable, CustomStringConvertib
     public static let unknownCommand = Self(description: "Unknown command")
     public static let missingUdid = Self(description: "Missing udid")
     public static let invalidUdid = Self(description: "Invalid udid")
+    /// The 2013 app's name for the udid field.
+    public static let missingUserID = Self(description: "Missing user_id")
+    public static let invalidUserID = Self(description: "Invalid user_id")
     public static let missingToken = Self(description: "Missing device token")
     public static let invalidToken = Self(description: "Invalid device token")
     public static let missingName = Self(description: "Missing name")

@@ -9,18 +9,29 @@ enum FormValue {
         return bytes[first...last]
     }
 
+    /// The device's id from `udid` (the 2011 app) or `user_id` (the 2013 app: an NSUUID without dashes, upper-case):
     /// 40 hex digits (a UDID), 32 hex digits, or a UUID with dashes (identifierForVendor); returned as lower-case
-    /// hex without dashes.
+    /// hex without dashes, so both fields name the same device. Errors name the field the client used.
     static func udid(_ fields: FormFields) throws(APIRequestError) -> String {
-        guard let raw = fields["udid"] else { throw .missingUdid }
+        let raw: [UInt8]
+        let missing: APIRequestError
+        let invalid: APIRequestError
+        if let udid = fields["udid"] {
+            (raw, missing, invalid) = (udid, .missingUdid, .invalidUdid)
+        } else if let userID = fields["user_id"] {
+            (raw, missing, invalid) = (userID, .missingUserID, .invalidUserID)
+        } else {
+            throw .missingUdid
+        }
         let value = trimmed(raw)
+        if value.isEmpty && missing == .missingUserID { throw missing }
         var hex = Array(value)
         if value.count == 36 {
             let dashes = [8, 13, 18, 23]
-            guard dashes.allSatisfy({ value[value.startIndex + $0] == UInt8(ascii: "-") }) else { throw .invalidUdid }
+            guard dashes.allSatisfy({ value[value.startIndex + $0] == UInt8(ascii: "-") }) else { throw invalid }
             hex.removeAll { $0 == UInt8(ascii: "-") }
         }
-        guard hex.count == 40 || hex.count == 32, let normalised = lowercaseHex(hex) else { throw .invalidUdid }
+        guard hex.count == 40 || hex.count == 32, let normalised = lowercaseHex(hex) else { throw invalid }
         return normalised
     }
 

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@testable import Simulator
+
+/// How the simulator's status page reads a payload, as a phone's lock screen would show it (no sockets).
+@Suite struct LockScreenTests {
+    static func accepted(_ payload: String, token: String = "ab", at seconds: TimeInterval = 0) -> AcceptedNotification {
+        AcceptedNotification(
+            arrival: Date(timeIntervalSince1970: 1_800_000_000 + seconds),
+            format: "http2",
+            identifier: 1,
+            token: token,
+            payload: payload,
+            priority: 10,
+            expiry: 0,
+            connection: 1
+        )
+    }
+
+    @Test func aChatMessageShowsItsSenderAndText() {
+        let item = LockScreenItem(Self.accepted(#"{"aps":{"alert":"Ann: see you at 5: ok?","sound":"default"}}"#))
+        #expect(item.title == "Ann")
+        #expect(item.body == "see you at 5: ok?")
+        #expect(item.sound == "default")
+        #expect(item.badge == nil)
+        #expect(!item.silent)
+    }
+
+    @Test func anAlertDictionaryShowsTitleSubtitleBodyBadgeAndData() {
+        let payload =
+            #"{"aps":{"alert":{"title":"Server down","subtitle":"web1","body":"No answer for 5 min"},"badge":3,"sound":{"name":"alarm.caf","critical":1}},"server":{"serverId":1,"name":"web1"}}"#
+        let item = LockScreenItem(Self.accepted(payload))
+        #expect(item.title == "Server down")
+        #expect(item.subtitle == "web1")
+        #expect(item.body == "No answer for 5 min")
+        #expect(item.badge == 3)
+        #expect(item.sound == "alarm.caf")
+        #expect(item.customKeys == ["server"])
+    }
+
+    @Test func contentAvailableAloneIsASilentPush() {
+        #expect(LockScreenItem(Self.accepted(#"{"aps":{"content-available":1},"sync":true}"#)).silent)
+        #expect(!LockScreenItem(Self.accepted(#"{"aps":{"content-available":1,"badge":0}}"#)).silent)
+        #expect(LockScreenItem(Self.accepted("not json")).body == "not json")
+    }
+
+    @Test func screensGroupByTokenNewestFirstAndThePageEscapes() {
+        let screens = LockScreen.screens([
+            Self.accepted(#"{"aps":{"alert":"A: 1"}}"#, token: "aa", at: 1),
+            Self.accepted(#"{"aps":{"alert":"B: 2"}}"#, token: "bb", at: 2),
+            Self.accepted(#"{"aps":{"alert":"A: <3>"}}"#, token: "aa", at: 3),
+        ])
+        #expect(screens.map(\.token) == ["aa", "bb"])
+        #expect(screens[0].items.map(\.body) == ["<3>", "1"])
+        let html = StatusPage.phone(screens[0])
+        #expect(html.contains("&lt;3&gt;"))
+        #expect(!html.contains("<3>"))
+    }
+}
