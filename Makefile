@@ -1,5 +1,5 @@
 # The two commands of the README, plus a build, the benchmark and the installation.
-.PHONY: run test build bench release install
+.PHONY: run test build bench release release-bin-path install
 
 PREFIX ?= /opt/pushchat
 # The installed binaries carry the Swift runtime (--static-swift-stdlib): they run on a server without the toolchain.
@@ -23,6 +23,10 @@ bench:
 # Builds what `install` installs; run it as yourself, then `sudo make install`.
 release:
 	swift build $(SWIFT_INSTALL_FLAGS)
+
+# Where `release` puts the binaries (the deployment test runs the simulator from there).
+release-bin-path:
+	@swift build $(SWIFT_INSTALL_FLAGS) --show-bin-path
 
 # bin/ (the three programs), migrations/, config/ (the example configuration) and deploy/ (units, timers, crontab,
 # environment file, guide) under PREFIX. Checks that no binary needs the toolchain's runtime.

@@ -23,7 +23,11 @@ for program in "$@"; do
 done
 
 install -d -m 755 "$prefix/bin" "$prefix/migrations" "$prefix/config" "$prefix/deploy/systemd"
-for program in "$@"; do install -m 755 "$bin/$program" "$prefix/bin/$program"; done
+for program in "$@"; do
+    install -m 755 "$bin/$program" "$prefix/bin/$program"
+    # Debug information is most of the size; symbols stay, so crash backtraces keep their names.
+    if command -v strip >/dev/null; then strip --strip-debug "$prefix/bin/$program"; fi
+done
 install -m 644 migrations/*.sql "$prefix/migrations/"
 install -m 644 config/pushchat.json "$prefix/config/"
 install -m 644 deploy/README.md deploy/crontab deploy/pushchat.env.example "$prefix/deploy/"

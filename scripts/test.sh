@@ -1,27 +1,61 @@
 #!/usr/bin/env bash
-# Runs every test: unit tests, and integration tests against a throwaway PostgreSQL cluster started here
-# (under .local/, removed afterwards). Extra arguments go to `swift test` (e.g. --filter FormFields).
+# Runs every test, each stage timed:
+#   swift    unit tests, and integration tests against a throwaway PostgreSQL cluster started here (under .local/,
+#            removed afterwards; ssl = on with a self-signed certificate, as Debian's), the executables run as an
+#            unprivileged user without capabilities when this runs as root
+#   browser  headless Chromium drives the test forms and reads the simulator's lock-screen page
+#            (scripts/browser-test.py; installs Debian's chromium when missing; screenshot in .local/test-output/)
+#   deploy   the deployment guide followed to the letter into a scratch folder (scripts/deploy-test.sh; root only)
+#
+#   ./scripts/test.sh                    every stage
+#   ./scripts/test.sh ARGS...            only `swift test ARGS` (e.g. --filter FormFields)
+#   ./scripts/test.sh --stage NAME...    only these stages (swift, browser, deploy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/postgres.sh
+
+stages=(swift browser deploy)
+if [ "${1:-}" = "--stage" ]; then
+    shift
+    stages=("$@")
+    set --
+elif [ $# -gt 0 ]; then
+    stages=(swift)
+fi
+has_stage() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+
+timings=()
+stage_start=0
+begin() {
+    echo "==> $1"
+    stage_start=$(date +%s)
+}
+finish() { timings+=("$(printf '%-34s %4d s' "$1" $(($(date +%s) - stage_start)))"); }
 
 pg_ensure_installed
 cluster="$PWD/.local/test-postgres-$$"
 cleanup() {
     pg_stop "$cluster"
     rm -rf "$cluster" "$cluster.tls"
+    if [ ${#timings[@]} -gt 0 ]; then
+        echo "==> stage times"
+        printf '    %s\n' "${timings[@]}"
+    fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "==> starting a throwaway PostgreSQL cluster (ssl = on, self-signed certificate, as Debian's)"
+begin "starting a throwaway PostgreSQL cluster (ssl = on, self-signed certificate, as Debian's)"
 pg_start "$cluster" tls
 export PUSHCHAT_TEST_DATABASE_URL="$PG_URL"
 export PUSHCHAT_TEST_DATABASE_CA="$PG_CA_FILE"
 echo "    $PUSHCHAT_TEST_DATABASE_URL"
+finish "PostgreSQL"
 
-echo "==> swift build --build-tests"
+begin "swift build --build-tests"
 swift build --build-tests
+finish "build"
+bin=$(swift build --show-bin-path)
 
 # As root, the executables the tests start run as an unprivileged user without capabilities, as systemd runs them
 # (User=, CapabilityBoundingSet=): a privilege the code needs by accident fails here, not in production.
@@ -31,7 +65,6 @@ if [ "$(id -u)" -eq 0 ]; then
         echo "==> creating the system user $service_user (the tests run the executables as it)"
         useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$service_user"
     fi
-    bin=$(swift build --show-bin-path)
     if ! setpriv --reuid="$service_user" --regid="$service_user" --init-groups test -x "$bin/pushchat-api"; then
         echo "the user $service_user cannot run $bin/pushchat-api (is a parent folder not traversable?)" >&2
         exit 1
@@ -40,7 +73,33 @@ if [ "$(id -u)" -eq 0 ]; then
     echo "    executables run as $service_user (setpriv: no capabilities, no new privileges)"
 fi
 
-echo "==> swift test"
-# Serial: the binary protocol has no acks, so its fault tests cannot tell a CPU-starved gateway from one that
-# accepted; parallel suites (HTTP/2 load beside binary drops) starve it on 2 cores.
-swift test --no-parallel "$@"
+if has_stage swift; then
+    begin "swift test"
+    # Serial: the binary protocol has no acks, so its fault tests cannot tell a CPU-starved gateway from one that
+    # accepted; parallel suites (HTTP/2 load beside binary drops) starve it on 2 cores.
+    swift test --skip-build --no-parallel "$@"
+    finish "swift test"
+fi
+
+if has_stage browser; then
+    begin "browser test (headless Chromium)"
+    if ! command -v chromium >/dev/null; then
+        echo "    installing Debian's chromium"
+        sudo=""
+        [ "$(id -u)" -ne 0 ] && sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+    fi
+    python3 scripts/browser-test.py "$bin" "$PWD/.local/test-output"
+    finish "browser test"
+fi
+
+if has_stage deploy; then
+    if [ "$(id -u)" -eq 0 ]; then
+        begin "deployment test (deploy/README.md to the letter)"
+        ./scripts/deploy-test.sh
+        finish "deployment test"
+    else
+        echo "==> deployment test skipped: it needs root (it creates the service user and a PostgreSQL cluster)"
+    fi
+fi

@@ -161,7 +161,13 @@ def main(arguments):
         os.umask(int(value("UMask"), 8))
     if value("LimitNOFILE"):
         limit = int(value("LimitNOFILE"))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+        except (ValueError, OSError):
+            # A container may hold the hard limit below it (systemd as PID 1 can raise it): use what is allowed.
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            print(f"unit.py: LimitNOFILE={limit} is above this machine's hard limit {hard}; using {hard}", file=sys.stderr)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
     drop = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={grp.getgrnam(group).gr_gid}", "--init-groups"]
     if value("CapabilityBoundingSet") == "":

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""The browser test: a person with a browser plays two phones through the test forms, and watches the message
+arrive on the simulator's lock-screen page. Run by scripts/test.sh (which installs Debian's chromium when missing).
+
+    browser-test.py BIN_DIR OUTPUT_DIR
+
+Needs PUSHCHAT_TEST_DATABASE_URL (the test cluster); as root, PUSHCHAT_TEST_SERVICE_USER (the executables drop to it).
+Starts the APNs simulator, pushchat-api and pushchat-push (development mode, a fresh database), then drives headless
+Chromium over the DevTools protocol (--remote-debugging-pipe, no network port): joins a 2011 device (udid) and a
+2013 device (user_id) through the forms, sends a message from the first, checks the rows in PostgreSQL, opens the
+simulator's page and waits for the message on the recipient's lock screen. The screenshot lands in OUTPUT_DIR.
+Chromium talks to 127.0.0.1 only: every other host resolves to nothing and goes to a dead proxy.
+"""
+import base64
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+BIN, OUTPUT = sys.argv[1], sys.argv[2]
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVER_URL = os.environ["PUSHCHAT_TEST_DATABASE_URL"]
+SERVICE_USER = os.environ.get("PUSHCHAT_TEST_SERVICE_USER") if os.geteuid() == 0 else None
+DEADLINE = time.monotonic() + 180  # the whole test stops by itself
+
+
+def fail(message):
+    print(f"browser-test: FAILED: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def as_service_user(command):
+    if not SERVICE_USER:
+        return command
+    return ["setpriv", f"--reuid={SERVICE_USER}", f"--regid={SERVICE_USER}", "--init-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"] + command
+
+
+def psql(url, sql):
+    return subprocess.run(["psql", url, "-tAc", sql], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def wait_until(what, condition, timeout=20):
+    end = min(time.monotonic() + timeout, DEADLINE)
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    fail(f"timed out waiting for {what}")
+
+
+class Chromium:
+    """Headless Chromium driven over the DevTools protocol on a pipe (fd 3 commands, fd 4 answers, NUL-separated)."""
+
+    def __init__(self, profile):
+        command_read, self.command_write = os.pipe()
+        self.answer_read, answer_write = os.pipe()
+        flags = [
+            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--remote-debugging-pipe",
+            f"--user-data-dir={profile}", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-default-apps",
+            "--disable-domain-reliability", "--disable-client-side-phishing-detection", "--metrics-recording-only",
+            "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication",
+            "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--proxy-server=http://127.0.0.1:9",
+            "--proxy-bypass-list=127.0.0.1", "--window-size=1280,900", "about:blank",
+        ]
+        browser = shutil.which("chromium") or shutil.which("chromium-browser") or fail("chromium is not installed")
+        script = f'exec "$0" "$@" 3<&{command_read} 4>&{answer_write}'
+        self.process = subprocess.Popen(["sh", "-c", script, browser] + flags, pass_fds=(command_read, answer_write),
+                                        stdout=subprocess.DEVNULL, stderr=open(os.path.join(OUTPUT, "chromium.log"), "w"))
+        os.close(command_read)
+        os.close(answer_write)
+        self.buffer = b""
+        self.next_id = 0
+        self.session = None
+
+    def tab(self):
+        """A new tab; the calls that follow go to it until another is chosen with `use`."""
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.call("Page.enable")
+        return self.session
+
+    def use(self, session):
+        self.session = session
+
+    def call(self, method, params=None):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if self.session and not method.startswith("Target.") and method != "Browser.close":
+            message["sessionId"] = self.session
+        os.write(self.command_write, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self.buffer:
+                if time.monotonic() > DEADLINE:
+                    fail(f"Chromium did not answer {method}")
+                chunk = os.read(self.answer_read, 65536)
+                if not chunk:
+                    fail(f"Chromium exited (see {OUTPUT}/chromium.log)")
+                self.buffer += chunk
+            raw, self.buffer = self.buffer.split(b"\0", 1)
+            answer = json.loads(raw)
+            if answer.get("id") == self.next_id:
+                if "error" in answer:
+                    fail(f"{method}: {answer['error']}")
+                return answer["result"]
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
+        if "exceptionDetails" in result:
+            fail(f"script failed: {expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def open(self, url):
+        self.call("Page.navigate", {"url": url})
+        wait_until(f"{url} to load", lambda: self.evaluate("location.href") == url
+                   and self.evaluate("document.readyState") == "complete")
+
+    def submit_form(self, url, values):
+        """Opens a test form, types the values into its fields, presses Send, returns the page the API answered."""
+        self.open(url)
+        for name, value in values.items():
+            found = self.evaluate(f"""(() => {{
+                const field = document.querySelector('[name="{name}"]');
+                if (!field) return false;
+                field.value = {json.dumps(value)};
+                return true; }})()""")
+            if not found:
+                fail(f"{url} has no field {name}")
+        self.evaluate("document.getElementById('send').click()")
+        wait_until("the API's answer", lambda: self.evaluate("location.pathname") == "/api.php"
+                   and self.evaluate("document.readyState") == "complete")
+        return self.evaluate("document.body.innerText").strip()
+
+    def screenshot(self, path):
+        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})["data"]
+        with open(path, "wb") as file:
+            file.write(base64.b64decode(data))
+
+    def close(self):
+        try:
+            self.call("Browser.close")
+        except SystemExit:
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def main():
+    os.makedirs(OUTPUT, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="pushchat-browser-")
+    os.chmod(work, 0o755)
+    processes = []
+    database = f"pushchat_browser_{os.getpid()}"
+    parsed = urllib.parse.urlsplit(SERVER_URL)
+    url = urllib.parse.urlunsplit(parsed._replace(path="/" + database))
+    psql(SERVER_URL, f"CREATE DATABASE {database}")
+    browser = None
+    try:
+        certs = os.path.join(work, "certs")
+        subprocess.run(["bash", os.path.join(REPO, "deploy/dev-certs.sh"), certs], check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, PUSHCHAT_DEV_PASSPHRASE="browser-test"))
+        if SERVICE_USER:
+            group = pwd.getpwnam(SERVICE_USER).pw_gid
+            for directory, _, files in os.walk(work):
+                os.chown(directory, 0, group)
+                os.chmod(directory, 0o750)
+                for name in files:
+                    os.chown(os.path.join(directory, name), 0, group)
+                    os.chmod(os.path.join(directory, name), 0o640)
+        gateway, feedback, status, api, push_status = (free_port() for _ in range(5))
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("PUSHCHAT_")}
+        environment.update({
+            "PUSHCHAT_DATABASE_URL": url, "PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": str(api),
+            "PUSHCHAT_APNS_GATEWAY": f"127.0.0.1:{gateway}", "PUSHCHAT_APNS_FEEDBACK": f"127.0.0.1:{feedback}",
+            "PUSHCHAT_APNS_CERTIFICATE": os.path.join(certs, "ck.pem"), "PUSHCHAT_APNS_PASSPHRASE": "browser-test",
+            "PUSHCHAT_APNS_CA_FILE": os.path.join(certs, "ca.pem"), "PUSHCHAT_LOG_FILE": "-",
+            "PUSHCHAT_PUSH_SETTLE": "0.2", "PUSHCHAT_PUSH_STATUS_PORT": str(push_status),
+            "PUSHCHAT_MIGRATIONS_DIR": os.path.join(REPO, "migrations"),
+        })
+        migrate = subprocess.run(as_service_user([os.path.join(BIN, "pushchat-api"), "migrate", "development"]),
+                                 env=environment, capture_output=True, text=True, cwd=work)
+        if migrate.returncode != 0:
+            fail(f"migrate: {migrate.stderr}")
+
+        def start(name, arguments):
+            log = open(os.path.join(OUTPUT, f"{name}.log"), "w")
+            processes.append(subprocess.Popen(as_service_user([os.path.join(BIN, name)] + arguments), env=environment,
+                                              stdout=log, stderr=subprocess.STDOUT, cwd=work))
+
+        start("pushchat-apns-sim", ["--certs", certs, "--gateway-port", str(gateway), "--feedback-port", str(feedback),
+                                    "--http2-port", "0", "--status-port", str(status)])
+        start("pushchat-api", ["serve", "development"])
+        start("pushchat-push", ["development"])
+
+        def answers(port, path):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
+                    return reply.status == 200
+            except OSError:
+                return False
+
+        wait_until("the API", lambda: answers(api, "/healthz"))
+        wait_until("the simulator's page", lambda: answers(status, "/status.json"))
+        wait_until("the push daemon's gateway connection", lambda: answers(push_status, "/readyz"))
+
+        profile = os.path.join(work, "chromium")
+        browser = Chromium(profile)
+        forms = browser.tab()
+        base = f"http://127.0.0.1:{api}/test"
+        ann = {"udid": "a" * 40, "token": "a1" * 32, "name": "Ann", "code": "browser room"}
+        bob = {"user_id": "9F3A61C2D4B84E0F8A7B6C5D4E3F2A1B", "token": "b2" * 32, "name": "Bob", "code": "browser room"}
+        text = "Hello Bob, from a real browser!"
+
+        def submit(page, values):
+            browser.use(forms)
+            answer = browser.submit_form(f"{base}/{page}", values)
+            if answer != "OK":
+                fail(f"{page}: the API answered {answer!r}")
+            print(f"    {page}: OK")
+
+        submit("api_join.html", ann)
+        submit("api_join_2013.html", bob)
+
+        # The simulator's page, open in a second tab before the message is sent: it must update by itself.
+        screen = browser.tab()
+        browser.open(f"http://127.0.0.1:{status}/")
+        if "Nothing has arrived yet" not in browser.evaluate("document.body.innerText"):
+            fail("the simulator's page shows notifications before any was sent")
+        browser.evaluate("window.openedBeforeTheMessage = true")
+
+        submit("api_message.html", {"udid": ann["udid"], "text": text})
+        users = psql(url, "SELECT string_agg(nickname || '=' || udid, ',' ORDER BY nickname) FROM active_users")
+        if users != f"Ann={ann['udid']},Bob={bob['user_id'].lower()}":
+            fail(f"active_users holds {users!r}")
+        stored = psql(url, "SELECT text FROM messages")
+        if stored != text:
+            fail(f"messages holds {stored!r}")
+        queued = psql(url, f"SELECT count(*) FROM push_queue WHERE device_token = '{bob['token']}'")
+        if queued != "1":
+            fail(f"push_queue holds {queued} rows for Bob")
+
+        browser.use(screen)
+        selector = f'section.phone[data-token="{bob["token"]}"]'
+        found = wait_until("the message on Bob's lock screen", lambda: browser.evaluate(
+            f"(document.querySelector('{selector}') || {{innerText: ''}}).innerText"), timeout=15)
+        if "Ann" not in found or text not in found:
+            fail(f"Bob's lock screen shows {found!r}")
+        if browser.evaluate("window.openedBeforeTheMessage") is not True:
+            fail("the page was reloaded instead of updating itself")
+        if browser.evaluate(f"document.querySelector('section.phone[data-token=\"{ann['token']}\"]') !== null"):
+            fail("Ann's own message appears on her lock screen")
+        wait_until("the row for Bob to be stamped sent", lambda: psql(
+            url, f"SELECT count(*) FROM push_queue WHERE device_token = '{bob['token']}' AND time_sent IS NOT NULL") == "1")
+        screenshot = os.path.join(OUTPUT, "lock-screen.png")
+        browser.screenshot(screenshot)
+        print(f"    the message is on Bob's lock screen (the open page updated itself); screenshot: {screenshot}")
+    finally:
+        if browser:
+            browser.close()
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        psql(SERVER_URL, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
+    print("browser-test: passed")

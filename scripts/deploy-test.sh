@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# The deployment test: deploy/README.md followed to the letter on this machine, into a scratch folder, the way an
+# operator deploys on Debian, with the local APNs simulator standing in for Apple.
+#
+#   1. the guide's command blocks marked <!-- deploy-test: NAME --> run as written (sudo -u U → runuser, paths under
+#      the scratch folder): make release, make install, the service user, /etc/pushchat, the key, the database role
+#      and database (createuser --pwprompt, answered), migrate, the metrics folder;
+#   2. a stock Debian PostgreSQL cluster (pg_createcluster: ssl = on with the self-signed "snakeoil" certificate,
+#      peer and scram-sha-256 authentication);
+#   3. the environment file made from the example with only its CHANGE-ME values filled (a password that needs
+#      percent-encoding), the test cluster's port, and the simulator's host and CA in place of Apple;
+#   4. each unit's ExecStart run as its User= with its Environment=/EnvironmentFile= read from the unit files
+#      (scripts/lib/unit.py: read-only system but for ReadWritePaths=, private /tmp, no capabilities);
+#   5. two joins and a message arrive at the simulator over HTTP/2; a third device Apple calls unregistered (410)
+#      is deleted by the feedback job, run as its timer runs it; the prune job runs; the metrics file appears;
+#   6. systemd-analyze verify on the units.
+#
+# Needs root (it creates the user pushchat and a PostgreSQL cluster; both are removed at the end unless they
+# existed). Run by `scripts/test.sh` and CI; takes a few minutes plus the release build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+. scripts/lib/postgres.sh
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deploy-test: needs root (it creates the service user and a PostgreSQL cluster, as the guide does)" >&2
+    exit 1
+fi
+
+# Keep the scratch folder out of /tmp, /home and /root: the units hide those (PrivateTmp=, ProtectHome=).
+scratch=$(mktemp -d /opt/pushchat-deploy-test.XXXXXX)
+chmod 755 "$scratch"
+prefix=$scratch/opt/pushchat
+etc=$scratch/etc/pushchat
+metrics=$scratch/var/lib/prometheus/node-exporter
+maps=(--map "/opt/pushchat=$prefix" --map "/etc/pushchat=$etc" --map "/var/lib/prometheus/node-exporter=$metrics")
+pg_version=$(basename "$(dirname "$(pg_bindir)")")
+cluster=deploytest$$
+created_user=false
+pids=()
+
+step() { echo "==> deploy-test: $*"; }
+die() {
+    echo "deploy-test: FAILED: $*" >&2
+    for log in "$scratch"/*.log; do [ -f "$log" ] && { echo "--- $log" >&2; tail -n 30 "$log" >&2; }; done
+    exit 1
+}
+
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pg_dropcluster --stop "$pg_version" "$cluster" >/dev/null 2>&1 || true
+    $created_user && userdel pushchat 2>/dev/null
+    rm -rf "$scratch"
+}
+trap cleanup EXIT
+[ -n "${PUSHCHAT_DEPLOY_TEST_KEEP:-}" ] && trap - EXIT
+trap 'exit 130' INT TERM
+
+# The lines of the guide's block NAME.
+guide_block() {
+    awk -v marker="<!-- deploy-test: $1 -->" '
+        $0 == marker { found = 1; next }
+        found && /^```sh/ { inside = 1; next }
+        inside && /^```/ { exit }
+        inside { print }
+    ' deploy/README.md
+}
+
+# Runs the guide's block NAME line by line, as written but for the scratch paths, in DIR with INPUT on standard
+# input and without a terminal (setsid), so prompts read standard input.
+run_guide_block() {
+    local name=$1 dir=$2 input=$3 line command
+    local lines
+    lines=$(guide_block "$name")
+    [ -n "$lines" ] || die "deploy/README.md has no block marked deploy-test: $name"
+    while IFS= read -r line; do
+        [ -n "$line" ] || continue
+        command=$(printf '%s\n' "$line" | sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" \
+            -e "s#/var/lib/prometheus/node-exporter#$metrics#g" -e 's#sudo -u \([a-z_-]*\) #runuser -u \1 -- #g' -e 's#sudo ##g')
+        case "$command" in
+        "apt-get install "*)
+            # Installed by scripts/test.sh (pg_ensure_installed); the test does not reinstall packages.
+            for package in ${command#apt-get install }; do dpkg -s "$package" >/dev/null 2>&1 || die "$package is not installed"; done
+            echo "    (guide) $line   [installed]"
+            continue
+            ;;
+        "useradd "*)
+            if id -u pushchat >/dev/null 2>&1; then
+                echo "    (guide) $line   [the user exists]"
+                continue
+            fi
+            created_user=true
+            ;;
+        esac
+        echo "    (guide) $line"
+        (cd "$dir" && setsid -w bash -c "$command" <"$input") >>"$scratch/guide.log" 2>&1 \
+            || die "the guide's line failed: $line (see guide.log)"
+    done <<<"$lines"
+}
+
+free_port() { pg_free_port; }
+
+start=$(date +%s)
+
+step "install (the guide's §1: make release, make install, the user, /etc/pushchat)"
+run_guide_block install "$repo" /dev/null
+for program in pushchat-api pushchat-push pushchat-feedback; do
+    [ -x "$prefix/bin/$program" ] || die "make install did not install bin/$program"
+    if ldd "$prefix/bin/$program" | grep -q "/opt/swift\|libswiftCore"; then die "$program needs the toolchain's runtime"; fi
+done
+[ "$(stat -c '%a %G' "$etc/pushchat.env")" = "640 pushchat" ] || die "pushchat.env is not 0640 root:pushchat"
+
+step "development certificates and the simulator standing in for Apple"
+certs=$scratch/certs
+PUSHCHAT_DEV_PASSPHRASE=deploy-test deploy/dev-certs.sh "$certs" >/dev/null
+keys=$scratch/keys
+mkdir -p "$keys"
+cp "$certs/AuthKey_DEVKEY0001.p8" "$keys/"
+run_guide_block key "$keys" /dev/null
+[ "$(stat -c '%a %U %G' "$etc/AuthKey.p8")" = "640 root pushchat" ] || die "the key is not 0640 root:pushchat"
+install -m 644 "$certs/ca.pem" "$etc/apns-ca.pem"
+printf '%s\n' "$(printf 'ab%.0s' {1..32})" >"$scratch/unregistered.txt"
+http2_port=$(free_port)
+# Built by `make release` beside the programs it installs.
+simulator=$(make -s -C "$repo" --no-print-directory release-bin-path)/pushchat-apns-sim
+[ -x "$simulator" ] || die "the simulator was not built by make release ($simulator)"
+"$simulator" --certs "$certs" --gateway-port 0 --feedback-port 0 --http2-port "$http2_port" --no-status \
+    --topic com.example.PushChat --unregistered "$scratch/unregistered.txt" --record "$scratch/record.jsonl" \
+    >"$scratch/simulator.log" 2>&1 &
+pids+=($!)
+
+step "a stock Debian PostgreSQL cluster (ssl = on, self-signed certificate)"
+if [ ! -s /etc/ssl/certs/ssl-cert-snakeoil.pem ]; then
+    # What Debian's ssl-cert package does when it is installed; PostgreSQL's package then turns ssl on.
+    make-ssl-cert generate-default-snakeoil
+fi
+pg_port=$(free_port)
+pg_createcluster --port "$pg_port" "$pg_version" "$cluster" >"$scratch/postgres.log" 2>&1 || die "pg_createcluster failed"
+pg_ctlcluster "$pg_version" "$cluster" start >>"$scratch/postgres.log" 2>&1 || die "the cluster did not start"
+export PGPORT=$pg_port PGCLUSTER=$pg_version/$cluster
+[ "$(runuser -u postgres -- psql -tAc 'SHOW ssl')" = on ] || die "the test cluster does not run with ssl = on"
+
+step "the database role and database (the guide's §2)"
+password='Push#chat/s3cret@deploy'
+printf '%s\n%s\n' "$password" "$password" >"$scratch/password-input"
+run_guide_block database "$repo" "$scratch/password-input"
+
+step "the environment file: the example with its CHANGE-ME values filled"
+encoded=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$password")
+python3 - "$etc/pushchat.env" "$encoded" "$pg_port" "$etc" <<'EOF'
+import sys
+path, encoded, port, etc = sys.argv[1:]
+values = {
+    "PUSHCHAT_DATABASE_URL": lambda v: v.replace("CHANGE-ME", encoded).replace("@localhost:5432/", f"@localhost:{port}/"),
+    "PUSHCHAT_APNS_TOPIC": lambda v: "com.example.PushChat",
+    "PUSHCHAT_APNS_KEY_ID": lambda v: "DEVKEY0001",
+    "PUSHCHAT_APNS_TEAM_ID": lambda v: "DEVTEAM001",
+}
+lines = []
+for line in open(path).read().splitlines():
+    if not line.startswith("#") and "CHANGE-ME" in line:
+        key, value = line.split("=", 1)
+        if key not in values:
+            sys.exit(f"the example has a CHANGE-ME value the test does not know: {key}")
+        line = f"{key}={values[key](value)}"
+    # The scratch folder stands in for /etc/pushchat, as everywhere in this test.
+    lines.append(line.replace("/etc/pushchat", etc))
+open(path, "w").write("\n".join(lines) + "\n")
+EOF
+grep -v '^#' "$etc/pushchat.env" | grep -q CHANGE-ME && die "a CHANGE-ME value is left"
+{
+    echo "# deploy-test: the local simulator stands in for Apple"
+    echo "PUSHCHAT_APNS_HOST=127.0.0.1:$http2_port"
+    echo "PUSHCHAT_APNS_CA_FILE=$etc/apns-ca.pem"
+} >>"$etc/pushchat.env"
+
+step "migrate (the guide's §4) and the metrics folder (§5)"
+run_guide_block migrate "$repo" /dev/null
+grep -q "001" "$scratch/guide.log" || die "migrate --status listed nothing"
+run_guide_block metrics "$repo" /dev/null
+
+# A unit's ExecStart as systemd runs it: in the foreground (a oneshot's run), or started (a service: its pid kept).
+unit() { python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$prefix/deploy/systemd/$1"; }
+start_unit() {
+    python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$prefix/deploy/systemd/$1" >"$2" 2>&1 &
+    pids+=($!)
+}
+
+step "the services, started from their unit files"
+start_unit pushchat-api.service "$scratch/api.log"
+start_unit pushchat-push.service "$scratch/push.log"
+for _ in $(seq 1 100); do
+    curl -fsS http://127.0.0.1:44447/healthz >/dev/null 2>&1 && curl -fsS http://127.0.0.1:44448/readyz >/dev/null 2>&1 && break
+    sleep 0.2
+done
+curl -fsS http://127.0.0.1:44447/readyz >/dev/null || die "the API is not ready"
+curl -fsS http://127.0.0.1:44448/readyz >/dev/null || die "the push daemon is not ready (no database or no gateway connection)"
+grep -q "Connection OK (HTTP/2)" "$scratch/push.log" || die "the push daemon did not connect over HTTP/2"
+
+step "two joins and a message (and a device Apple calls unregistered)"
+post() { curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:44447/api.php "$@"; }
+token_a=$(printf 'a1%.0s' {1..32})
+token_b=$(printf 'b2%.0s' {1..32})
+token_c=$(printf 'ab%.0s' {1..32})
+[ "$(post --data-urlencode cmd=join --data-urlencode udid=1111111111111111111111111111111111111111 --data-urlencode "token=$token_a" --data-urlencode name=Ann --data-urlencode code=deploy)" = 200 ] || die "join A"
+[ "$(post --data-urlencode cmd=join --data-urlencode udid=2222222222222222222222222222222222222222 --data-urlencode "token=$token_b" --data-urlencode name=Bob --data-urlencode code=deploy)" = 200 ] || die "join B"
+[ "$(post --data-urlencode cmd=join --data-urlencode udid=3333333333333333333333333333333333333333 --data-urlencode "token=$token_c" --data-urlencode name=Cid --data-urlencode code=deploy)" = 200 ] || die "join C"
+[ "$(post --data-urlencode cmd=message --data-urlencode udid=1111111111111111111111111111111111111111 --data-urlencode 'text=Deployed by the guide')" = 200 ] || die "message"
+for _ in $(seq 1 100); do
+    grep -q "$token_b" "$scratch/record.jsonl" 2>/dev/null && break
+    sleep 0.1
+done
+grep "$token_b" "$scratch/record.jsonl" | grep -q "Ann: Deployed by the guide" || die "the message did not arrive at the simulator"
+db() { runuser -u postgres -- psql -d pushchat -tAc "$1"; }
+for _ in $(seq 1 50); do
+    [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")" = 0 ] && break
+    sleep 0.1
+done
+[ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND device_token = '$token_b'")" = 1 ] || die "B's row is not stamped sent"
+[ "$(db "SELECT count(*) FROM push_queue WHERE time_failed IS NOT NULL AND device_token = '$token_c'")" = 1 ] || die "C's row did not fail (410)"
+
+step "the feedback and prune jobs, as their timers run them"
+# The simulator dates its 410 a minute back; Cid registered seconds ago, so Apple's rule would keep him (he
+# registered again after the report). Date his registration an hour back, as a phone that has been gone a while.
+db "UPDATE active_users SET token_updated_at = now() - interval '1 hour' WHERE nickname = 'Cid'" >/dev/null
+unit pushchat-feedback.service >"$scratch/feedback.log" 2>&1 || die "the feedback job failed"
+grep -q "Feedback:" "$scratch/feedback.log" || die "the feedback job logged no summary"
+[ "$(db "SELECT count(*) FROM active_users")" = 2 ] || die "the feedback job did not delete the unregistered device"
+[ -s "$metrics/pushchat_feedback.prom" ] || die "no metrics file"
+grep -q '^pushchat_feedback_success 1' "$metrics/pushchat_feedback.prom" || die "the metrics file does not say success"
+[ "$(stat -c '%a' "$metrics/pushchat_feedback.prom")" = 644 ] || die "node_exporter cannot read the metrics file"
+unit pushchat-prune.service >"$scratch/prune.log" 2>&1 || die "the prune job failed"
+grep -q "rows older than 7d deleted" "$scratch/prune.log" || die "the prune job logged nothing"
+
+step "the crontab's lines, as cron runs them (sh, as the user pushchat)"
+install -d -o pushchat "$scratch/cron"
+while IFS= read -r line; do
+    case "$line" in "#"* | "" | MAILTO=*) continue ;; esac
+    command=$(printf '%s\n' "$line" | cut -d' ' -f6- | sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" \
+        -e "s#/var/lib/prometheus/node-exporter#$metrics#g" -e "s#| logger -t \([a-z-]*\)#>>$scratch/cron/\1.log#")
+    runuser -u pushchat -- sh -c "$command" 2>>"$scratch/cron.log" || die "a crontab line failed: $line"
+done <deploy/crontab
+grep -q "Feedback:" "$scratch/cron/pushchat-feedback.log" || die "the crontab's feedback line logged no summary"
+grep -q "rows older than 7d deleted" "$scratch/cron/pushchat-prune.log" || die "the crontab's prune line logged nothing"
+
+step "SIGTERM stops the services with status 0"
+for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
+for pid in "${pids[@]:1}"; do wait "$pid" || die "a service exited with status $? on SIGTERM"; done
+pids=("${pids[0]}")
+
+if command -v systemd-analyze >/dev/null; then
+    step "systemd-analyze verify"
+    units=$scratch/units
+    mkdir -p "$units"
+    for file in deploy/systemd/*.service deploy/systemd/*.timer; do
+        sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" -e "s#/var/lib/prometheus/node-exporter#$metrics#g" \
+            "$file" >"$units/$(basename "$file")"
+    done
+    output=$(cd "$units" && systemd-analyze verify ./*.service ./*.timer 2>&1) || die "systemd-analyze verify: $output"
+    # It reports unknown or malformed settings without failing: any remark fails the test.
+    [ -z "$output" ] || die "systemd-analyze verify: $output"
+fi
+
+echo "==> deploy-test: passed in $(($(date +%s) - start)) s"
