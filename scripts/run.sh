@@ -121,9 +121,11 @@ PushChat Server is running (development mode).
 
   API            $api/api.php
   Test forms     $api/  (join two fake devices with the same secret code, then send a message)
-                 $api/test/api_join.html   $api/test/api_message.html
+                 $api/test/api_join.html   $api/test/api_message.html   (2011 app: udid)
+                 $api/test/api_join_2013.html   $api/test/api_message_2013.html   (2013 app: user_id)
   Database check $api/test/database
-  Arrived        http://127.0.0.1:$status_port/  (the APNs simulator: counters and the last notifications)
+  Arrived        http://127.0.0.1:$status_port/  (the APNs simulator: a lock screen per device, updating live;
+                 the same as JSON at /status.json)
                  log/apns-sim-notifications.jsonl (every notification the simulator accepted)
   Metrics        $api/metrics   http://127.0.0.1:$push_status/metrics (push daemon; also /readyz)
   psql           psql '$PUSHCHAT_DATABASE_URL'
