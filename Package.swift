@@ -6,6 +6,26 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny")
 ]
 
+// Products of the packages below, by the name the targets use.
+let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
+let hummingbird = Target.Dependency.product(name: "Hummingbird", package: "hummingbird")
+let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
+let multipartKit = Target.Dependency.product(name: "MultipartKit", package: "multipart-kit")
+let nioConcurrencyHelpers = Target.Dependency.product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
+let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
+let nioHTTP2 = Target.Dependency.product(name: "NIOHTTP2", package: "swift-nio-http2")
+let nioHTTPTypesHTTP1 = Target.Dependency.product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras")
+let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
+let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
+let nioTLS = Target.Dependency.product(name: "NIOTLS", package: "swift-nio")
+let postgres = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio")
+let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
+let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+
 let package = Package(
     name: "pushchat-server",
     platforms: [.macOS(.v14)],
@@ -15,7 +35,6 @@ let package = Package(
         .executable(name: "pushchat-feedback", targets: ["FeedbackJob"]),
         .executable(name: "pushchat-apns-sim", targets: ["APNsSimulator"]),
         .executable(name: "pushchat-bench", targets: ["Bench"]),
-        .library(name: "PushChatShared", targets: ["Shared"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -30,143 +49,107 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
     targets: [
+        // Libraries, lowest first (docs/ARCHITECTURE.md says what each may import).
+        .target(name: "Support", dependencies: [nioConcurrencyHelpers], swiftSettings: swiftSettings),
         .target(
-            name: "Shared",
-            dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "APIServer",
-            dependencies: [
-                "Shared",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            name: "Observability",
+            dependencies: ["Support", logging, metrics, prometheus, hummingbird, nioConcurrencyHelpers],
             swiftSettings: swiftSettings
         ),
         .target(
-            name: "Simulator",
-            dependencies: [
-                "Shared",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            name: "Settings",
+            dependencies: ["Support", "Observability", argumentParser, logging, nioSSL],
             swiftSettings: swiftSettings
         ),
-        .executableTarget(
-            name: "APNsSimulator",
+        .target(
+            name: "APNs",
+            dependencies: ["Support", "Settings", logging, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, crypto, nioConcurrencyHelpers],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "Storage", dependencies: ["Support", "Settings", "APNs", postgres, logging], swiftSettings: swiftSettings),
+        .target(
+            name: "API",
             dependencies: [
-                "Shared",
-                "Simulator",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Support", "Settings", "Observability", "APNs", "Storage", hummingbird, multipartKit, nioCore, nioHTTP1, nioHTTPTypesHTTP1,
+                postgres, logging, metrics,
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "Push",
             dependencies: [
-                "Shared",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "Bench",
-            dependencies: [
-                "Shared",
-                "Simulator",
-                "Push",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "PushDaemon",
-            dependencies: [
-                "Shared",
-                "Push",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "Support", "Settings", "Observability", "APNs", "Storage", hummingbird, postgres, serviceLifecycle, logging, metrics,
+                nioCore, nioPosix, nioSSL, nioHTTP2, nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "Feedback",
+            dependencies: ["Support", "Settings", "Observability", "APNs", "Storage", postgres, nioCore, nioSSL, logging],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Simulator",
             dependencies: [
-                "Shared",
-                "Push",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
+                "Support", "Settings", "APNs", hummingbird, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, crypto, serviceLifecycle,
+                logging, nioConcurrencyHelpers,
             ],
+            swiftSettings: swiftSettings
+        ),
+        // Executables: parse arguments, call a library.
+        .executableTarget(
+            name: "APIServer",
+            dependencies: ["API", "Settings", "Storage", "APNs", "Support", argumentParser, logging],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "PushDaemon",
+            dependencies: ["Push", "Settings", argumentParser, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "FeedbackJob",
+            dependencies: ["Feedback", "Settings", argumentParser, logging],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "APNsSimulator",
+            dependencies: ["Simulator", "Settings", "Observability", "APNs", argumentParser],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "Bench",
             dependencies: [
-                "Shared",
-                "Feedback",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "Support", "Settings", "Observability", "APNs", "Storage", "Simulator", "Push", argumentParser, postgres, logging,
+                nioCore, nioPosix, nioHTTP1, nioSSL,
             ],
             swiftSettings: swiftSettings
         ),
+        // Pure unit tests, one target per library; integration tests (PostgreSQL, sockets, executables) apart.
+        .testTarget(name: "SupportTests", dependencies: ["Support"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "SharedTests",
-            dependencies: ["Shared", .product(name: "NIOSSL", package: "swift-nio-ssl")],
+            name: "ObservabilityTests",
+            dependencies: ["Observability", "Settings", "Support", logging],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "Support", nioSSL], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "APNsTests",
+            dependencies: ["APNs", "Support", nioCore, nioEmbedded, nioHTTP2, crypto],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: swiftSettings),
+        .testTarget(name: "APITests", dependencies: ["API", nioCore, nioEmbedded, nioHTTP1], swiftSettings: swiftSettings),
+        .testTarget(name: "PushTests", dependencies: ["Push", "APNs", "Support"], swiftSettings: swiftSettings),
+        .testTarget(name: "SimulatorUnitTests", dependencies: ["Simulator"], swiftSettings: swiftSettings),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Shared",
-                "APIServer",
-                "Simulator",
-                "Push",
-                "Feedback",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "Support", "Settings", "Observability", "APNs", "Storage", "API", "APIServer", "Simulator", "Push", "Feedback",
+                .product(name: "HummingbirdTesting", package: "hummingbird"), postgres, nioCore, nioPosix, nioSSL, nioHTTP2,
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,7 +1,11 @@
+import API
+import APNs
 import ArgumentParser
 import Foundation
 import Logging
-import Shared
+import Settings
+import Storage
+import Support
 
 /// `pushchat-api migrate [mode] [--status]`: applies `migrations/*.sql` in order, or lists their state.
 struct MigrateCommand: AsyncParsableCommand {

@@ -1,5 +1,9 @@
+import API
+import APNs
 import ArgumentParser
-import Shared
+import Settings
+import Storage
+import Support
 
 /// `pushchat-api`: the HTTP API the PushChat app talks to, and the database tools.
 @main

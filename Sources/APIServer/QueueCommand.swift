@@ -1,7 +1,11 @@
+import API
+import APNs
 import ArgumentParser
 import Foundation
 import Logging
-import Shared
+import Settings
+import Storage
+import Support
 
 /// `pushchat-api queue stats|retry-failed|prune`: queue administration for operators and cron.
 struct QueueCommand: AsyncParsableCommand {

@@ -1,7 +1,11 @@
+import API
+import APNs
 import ArgumentParser
 import Hummingbird
 import Logging
-import Shared
+import Settings
+import Storage
+import Support
 
 /// `pushchat-api [serve] [development|production]`: runs the HTTP API until SIGTERM or SIGINT.
 struct ServeCommand: AsyncParsableCommand {

@@ -1,9 +1,12 @@
+import APNs
 import ArgumentParser
 import Foundation
 import Logging
+import Observability
 import ServiceLifecycle
-import Shared
+import Settings
 import Simulator
+import Support
 
 /// `pushchat-apns-sim`: a local stand-in for Apple's binary gateway and feedback service.
 @main

@@ -1,11 +1,15 @@
+import APNs
 import Foundation
 import Logging
 import NIOCore
 import NIOSSL
+import Observability
 import PostgresNIO
 import Push
-import Shared
+import Settings
 import Simulator
+import Storage
+import Support
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +19,7 @@ extension Bench {
     /// Frames per second the simulator decodes from one TLS connection (it must never be the bottleneck).
     func simulatorDecodeRate(frames: Int, tls: NIOSSLContext) async throws -> [Figure] {
         progress("simulatorDecodeRate")
-        let connector = GatewayConnector(endpoint: Endpoint(host: "127.0.0.1", port: ports.gateway), tls: tls)
+        let connector = BinaryConnector(endpoint: Endpoint(host: "127.0.0.1", port: ports.gateway), tls: tls)
         let (channel, _) = try await connector.connect()
         let payload = Array(#"{"aps":{"alert":"Ann: a benchmark message","sound":"default"}}"#.utf8)
         let token = [UInt8](repeating: 0xAB, count: 32)

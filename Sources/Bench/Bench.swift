@@ -1,8 +1,13 @@
+import APNs
 import Foundation
 import Logging
+import Observability
 import PostgresNIO
-import Shared
+import Push
+import Settings
 import Simulator
+import Storage
+import Support
 
 /// One benchmark run: a fresh database, the simulator in this process, the daemon binaries as child processes.
 final class Bench: Sendable {
@@ -338,8 +343,4 @@ final class Bench: Sendable {
             print(pad(figure.name, width) + "  " + pad(figure.value, valueWidth) + "  " + figure.target + mark)
         }
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

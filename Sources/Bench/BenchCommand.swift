@@ -1,9 +1,14 @@
+import APNs
 import ArgumentParser
 import Foundation
 import Logging
+import Observability
 import PostgresNIO
-import Shared
+import Push
+import Settings
 import Simulator
+import Storage
+import Support
 
 /// `pushchat-bench`: measures the push path end to end on this machine and prints figures beside their targets.
 /// Run it through `scripts/bench.sh`, which builds in release mode and starts a throwaway PostgreSQL.

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Support
 
 /// A small HTTP/1.1 load generator: `connections` keep-alive connections, each sending requests one after another
 /// for `duration`; counts answers by status.

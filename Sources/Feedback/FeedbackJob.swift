@@ -1,8 +1,11 @@
+import APNs
 import Logging
 import NIOSSL
+import Observability
 import PostgresNIO
-import Push
-import Shared
+import Settings
+import Storage
+import Support
 
 /// One run of the feedback job (the tutorial's `feedback.php`): read the feedback service, delete the users Apple
 /// reported gone (unless they registered again since), handle the push daemon's invalid-token reports, summarise.
@@ -53,6 +56,7 @@ public struct FeedbackJob: Sendable {
             }
         } catch {
             throw FeedbackError(
+                code: .database,
                 reason: "cannot reach the database \(configuration.databaseURL): \(Self.describe(error)); the feedback service was not read"
             )
         }
@@ -60,7 +64,7 @@ public struct FeedbackJob: Sendable {
         var read = FeedbackRead()
         if let tls {
             let service = FeedbackServiceClient(
-                connector: GatewayConnector(endpoint: configuration.apns.feedback, tls: tls, timeout: .seconds(10)),
+                connector: BinaryConnector(endpoint: configuration.apns.feedback, tls: tls, timeout: .seconds(10)),
                 timeout: timeout
             )
             logger.info("Connecting to \(configuration.apns.feedback)")
@@ -69,7 +73,7 @@ public struct FeedbackJob: Sendable {
             } catch let error as FeedbackError {
                 throw error
             } catch {
-                throw FeedbackError(reason: "\(error)")
+                throw FeedbackError(code: .service, reason: GatewayError.describe(error))
             }
         } else {
             report.serviceRead = false
@@ -95,6 +99,7 @@ public struct FeedbackJob: Sendable {
             try await store.record(read.tuples)
         } catch {
             throw FeedbackError(
+                code: .database,
                 reason:
                     "database error while storing \(read.tuples.count) feedback tuples (the service will not send them again): \(Self.describe(error))"
             )
@@ -108,6 +113,7 @@ public struct FeedbackJob: Sendable {
             report.keptByInvalidTokens = applied.daemon.kept
         } catch {
             throw FeedbackError(
+                code: .database,
                 reason: "database error while deleting users: \(Self.describe(error)); the reports stay pending for the next run"
             )
         }

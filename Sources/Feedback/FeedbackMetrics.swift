@@ -1,5 +1,9 @@
+import APNs
 import Foundation
-import Shared
+import Observability
+import Settings
+import Storage
+import Support
 
 #if canImport(Glibc)
 import Glibc
@@ -22,10 +26,7 @@ public enum FeedbackMetrics {
             ("pushchat.feedback.invalid_tokens_processed", Double(report.invalidTokensProcessed)),
             ("pushchat.feedback.truncated_bytes", Double(report.truncatedBytes)),
             ("pushchat.feedback.success", succeeded ? 1 : 0),
-            (
-                "pushchat.feedback.duration_seconds",
-                Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-            ),
+            ("pushchat.feedback.duration_seconds", duration.seconds),
             ("pushchat.feedback.last_run_timestamp_seconds", finishedAt.timeIntervalSince1970.rounded()),
         ]
         for (name, value) in figures { metrics.meter(name).set(value) }

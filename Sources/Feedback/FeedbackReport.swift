@@ -1,3 +1,5 @@
+import Support
+
 /// What one run of the feedback job did: the one-line summary operators see in cron mail and the log.
 public struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
     /// False with the HTTP/2 transport: there is no feedback service, only the push daemon's reports.
@@ -38,8 +40,22 @@ public struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why a run failed; the job exits non-zero with this one line.
-public struct FeedbackError: Error, CustomStringConvertible {
+public struct FeedbackError: PushChatError {
+    public typealias Code = ErrorCode<FeedbackError>
+    public let code: Code
     public let reason: String
-    public init(reason: String) { self.reason = reason }
+    public init(code: Code, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
     public var description: String { reason }
+}
+
+extension ErrorCode where Domain == FeedbackError {
+    /// The database could not be reached or failed (nothing is lost: reports stay pending).
+    public static let database = Self("database")
+    /// The feedback service could not be reached, failed TLS, or sent no tuples in time.
+    public static let service = Self("service")
+    /// The feedback service sent bytes that are not tuples.
+    public static let malformedData = Self("malformedData")
 }

@@ -1,8 +1,11 @@
+import APNs
 import Logging
 import NIOCore
 import NIOSSL
-import Push
-import Shared
+import Observability
+import Settings
+import Storage
+import Support
 
 /// What one connection to the feedback service delivered.
 public struct FeedbackRead: Sendable, Equatable {
@@ -17,11 +20,11 @@ public struct FeedbackRead: Sendable, Equatable {
 
 /// Reads every tuple the binary feedback service sends, until it closes the connection.
 public struct FeedbackServiceClient: Sendable {
-    let connector: GatewayConnector
+    let connector: BinaryConnector
     /// The whole read must finish within this time: a service that never closes must not hang cron.
     let timeout: Duration
 
-    public init(connector: GatewayConnector, timeout: Duration) {
+    public init(connector: BinaryConnector, timeout: Duration) {
         self.connector = connector
         self.timeout = timeout
     }
@@ -46,10 +49,11 @@ public struct FeedbackServiceClient: Sendable {
                         read.uncleanShutdown = true
                     } catch let error as FeedbackDecodingError {
                         throw FeedbackError(
+                            code: .malformedData,
                             reason: "\(endpoint) sent data that is not feedback tuples (\(error.reason)); nothing was deleted"
                         )
                     } catch {
-                        throw FeedbackError(reason: "reading from \(endpoint) failed: \(GatewayConnector.describe(error))")
+                        throw FeedbackError(code: .service, reason: "reading from \(endpoint) failed: \(GatewayError.describe(error))")
                     }
                     read.truncatedBytes = buffer.readableBytes
                     return read
@@ -57,7 +61,10 @@ public struct FeedbackServiceClient: Sendable {
             }
         } catch is DeadlineExceeded {
             try? await channel.channel.close()
-            throw FeedbackError(reason: "\(endpoint) did not close the connection within \(timeout.formatted); nothing was deleted")
+            throw FeedbackError(
+                code: .service,
+                reason: "\(endpoint) did not close the connection within \(timeout.formatted); nothing was deleted"
+            )
         }
     }
 }

@@ -2,7 +2,8 @@ import ArgumentParser
 import Feedback
 import Foundation
 import Logging
-import Shared
+import Settings
+import Support
 
 /// `pushchat-feedback [development|production]`: the cron-run pruning job (the tutorial's `feedback.php`).
 @main

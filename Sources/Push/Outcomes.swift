@@ -1,7 +1,11 @@
+import APNs
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
-import Shared
+import Observability
+import Settings
+import Storage
+import Support
 
 /// Results waiting to be written to the database: sent, failed, given back, invalid tokens. Workers report here
 /// without waiting for PostgreSQL; ``run()`` writes them in batches (one statement per kind) and keeps them, retrying

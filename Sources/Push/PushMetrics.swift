@@ -1,6 +1,10 @@
+import APNs
 import Metrics
 import NIOConcurrencyHelpers
-import Shared
+import Observability
+import Settings
+import Storage
+import Support
 
 /// The push daemon's figures, exported at `/metrics` on its status listener.
 ///
@@ -49,16 +53,4 @@ public struct PushMetrics: Sendable {
     func inFlight(connection: Int) -> Meter {
         registry.meter("pushchat.push.in_flight", [("connection", "\(connection)")])
     }
-}
-
-/// What `/readyz` needs to know about the daemon: how many gateway connections are up.
-public final class PushStatus: Sendable {
-    private let connections = NIOLockedValueBox(0)
-
-    public init() {}
-
-    public var connectedCount: Int { connections.withLockedValue { $0 } }
-
-    func connectionOpened() { connections.withLockedValue { $0 += 1 } }
-    func connectionClosed() { connections.withLockedValue { $0 -= 1 } }
 }

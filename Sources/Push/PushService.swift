@@ -1,193 +1,186 @@
+import APNs
 import Foundation
 import Logging
 import NIOCore
-import NIOPosix
-import NIOSSL
+import Observability
 import PostgresNIO
 import ServiceLifecycle
-import Shared
+import Settings
+import Storage
+import Support
 
-/// The push daemon: drains `push_queue` over kept-open binary gateway connections (the tutorial's `push.php`).
+/// The push daemon: drains `push_queue` over kept-open gateway connections (the tutorial's `push.php`).
 ///
 /// Wakes on `NOTIFY push_queue` and polls every `poll_interval`; claims batches under leases so several daemons
 /// share one queue; settles results in the database in batches; renews its leases and returns rows of dead daemons
 /// to the queue. At graceful shutdown it stops claiming, lets the gateway object to what was written, records every
 /// result and gives unsent rows back.
+///
+/// It uses a PostgreSQL pool it does not run: ``services(configuration:transport:logger:instance:metrics:onStatusServerRunning:)``
+/// gives the pool and the service to one `ServiceGroup`, which shuts the service down first and the pool after it,
+/// once every result is recorded.
 public final class PushService: Service, Sendable {
     let configuration: Configuration
-    let tls: NIOSSLContext
+    let transport: PushTransport
+    let client: PostgresClient
     let logger: Logger
     let instance: String
-    let group: any EventLoopGroup
     /// The daemon's figures, served at `/metrics` on the status listener.
     public let metrics: PushMetrics
     let onStatusServerRunning: @Sendable (Int) async -> Void
-    /// HTTP/2 only: token or certificate authentication and the topic.
-    let http2Authentication: HTTP2Authentication?
 
     /// - Parameter instance: the name stored in `claimed_by`; default `host:pid`.
     public init(
         configuration: Configuration,
-        tls: NIOSSLContext,
+        transport: PushTransport,
+        client: PostgresClient,
         logger: Logger,
         instance: String? = nil,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         metrics: MetricsRegistry = MetricsRegistry(),
-        http2Authentication: HTTP2Authentication? = nil,
         onStatusServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
     ) {
-        self.metrics = PushMetrics(registry: metrics)
-        self.http2Authentication = http2Authentication
-        self.onStatusServerRunning = onStatusServerRunning
         self.configuration = configuration
-        self.tls = tls
+        self.transport = transport
+        self.client = client
         self.logger = logger
-        self.group = group
         self.instance = instance ?? "\(ProcessInfo.processInfo.hostName):\(getpid())"
+        self.metrics = PushMetrics(registry: metrics)
+        self.onStatusServerRunning = onStatusServerRunning
+    }
+
+    /// The daemon as a `ServiceGroup` runs it: its PostgreSQL pool, then the service (shut down in reverse order, so
+    /// the pool outlives the drain).
+    public static func services(
+        configuration: Configuration,
+        transport: PushTransport,
+        logger: Logger,
+        instance: String? = nil,
+        metrics: MetricsRegistry = MetricsRegistry(),
+        onStatusServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
+    ) -> [any Service] {
+        let client = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-push", logger: logger)
+        let service = PushService(
+            configuration: configuration,
+            transport: transport,
+            client: client,
+            logger: logger,
+            instance: instance,
+            metrics: metrics,
+            onStatusServerRunning: onStatusServerRunning
+        )
+        return [client, service]
     }
 
     public func run() async throws {
-        let mode = configuration.mode.rawValue
-        let transport =
-            configuration.apns.transport == .http2 ? "HTTP/2 to \(configuration.apns.host)" : "binary to \(configuration.apns.gateway)"
-        logger.info("Push daemon started (\(mode) mode, \(transport))", metadata: ["push.instance": "\(instance)"])
-        let settings = configuration.push
-        let client = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-push", logger: logger)
-        let queue = PushQueue(client: client, instance: instance, lease: settings.lease, logger: logger)
-        let signal = QueueSignal()
-        let shutdown = ShutdownFlag(signal: signal)
-        let held = HeldRows()
-        let metrics = self.metrics
-        let status = PushStatus()
-        let outcomes = Outcomes(queue: queue, held: held, metrics: metrics, logger: logger)
-        let connector = GatewayConnector(endpoint: configuration.apns.gateway, tls: tls, group: group)
-        let http2Connector = HTTP2Connector(
-            endpoint: configuration.apns.host,
-            tls: tls,
-            group: group,
-            requestTimeout: settings.requestTimeout
+        logger.info(
+            "Push daemon started (\(configuration.mode.rawValue) mode, \(transport.description))",
+            metadata: ["push.instance": "\(instance)"]
         )
-        var tokens: ProviderTokenCache?
-        if case .token(let signer, _) = http2Authentication { tokens = ProviderTokenCache(signer: signer) }
-        if configuration.apns.transport == .http2 && http2Authentication == nil {
-            logger.critical("HTTP/2 transport without credentials: nothing will be sent")
-        }
-        let encoder = BinaryEncoder(expiry: settings.expirySeconds, priority: settings.priority)
-        let listener = QueueListener(url: configuration.databaseURL, signal: signal, logger: logger)
-        let logger = self.logger
-
-        // The pool must outlive graceful shutdown (results are recorded while draining), but PostgresClient.run()
-        // stops at graceful shutdown by itself; so it runs outside that scope and is cancelled last, below.
-        let pool = Task.detached { await client.run() }
-        defer { pool.cancel() }
+        let context = makeContext()
         await withTaskGroup(of: Void.self) { background in
-            background.addTask { await listener.run() }
             background.addTask {
-                await Self.maintainLeases(queue: queue, held: held, lease: settings.lease, signal: signal, logger: logger)
+                await QueueListener(url: self.configuration.databaseURL, signal: context.signal, logger: self.logger).run()
             }
-            let pollInterval = configuration.pollInterval
-            background.addTask { await Self.sampleQueue(queue: queue, metrics: metrics, every: pollInterval) }
-            let statusServer = StatusServer.build(
-                settings: settings,
-                client: client,
-                status: status,
-                metrics: metrics,
-                logger: logger,
-                onRunning: onStatusServerRunning
-            )
-            background.addTask {
-                do {
-                    try await statusServer.run()
-                } catch {
-                    logger.error(
-                        "Status listener on \(settings.statusHost):\(settings.statusPort) failed: \(error); /healthz, /readyz and /metrics are unavailable"
-                    )
-                }
-            }
+            background.addTask { await Self.maintainLeases(context) }
+            background.addTask { await Self.sampleQueue(context) }
+            background.addTask { await self.runStatusServer(context) }
             await withTaskGroup(of: Void.self) { recording in
-                recording.addTask { await outcomes.run() }
+                recording.addTask { await context.outcomes.run() }
                 await withGracefulShutdownHandler {
-                    await withTaskGroup(of: Void.self) { workers in
-                        for index in 0..<settings.connections {
-                            var workerLogger = logger
-                            if settings.connections > 1 { workerLogger[metadataKey: "push.connection"] = "\(index + 1)" }
-                            if configuration.apns.transport == .http2, let authentication = http2Authentication {
-                                let worker = HTTP2Worker(
-                                    settings: settings,
-                                    pollInterval: configuration.pollInterval,
-                                    topic: authentication.topic,
-                                    tokens: tokens,
-                                    queue: queue,
-                                    outcomes: outcomes,
-                                    held: held,
-                                    signal: signal,
-                                    shutdown: shutdown,
-                                    connector: http2Connector,
-                                    metrics: metrics,
-                                    status: status,
-                                    index: index + 1,
-                                    logger: workerLogger
-                                )
-                                workers.addTask { await worker.run() }
-                                continue
-                            }
-                            let worker = Worker(
-                                settings: settings,
-                                pollInterval: configuration.pollInterval,
-                                encoder: encoder,
-                                queue: queue,
-                                outcomes: outcomes,
-                                held: held,
-                                signal: signal,
-                                shutdown: shutdown,
-                                connector: connector,
-                                metrics: metrics,
-                                status: status,
-                                index: index + 1,
-                                logger: workerLogger
-                            )
-                            workers.addTask { await worker.run() }
-                        }
-                    }
+                    await runWorkers(context)
                 } onGracefulShutdown: {
-                    shutdown.request()
+                    context.shutdown.request()
                 }
                 recording.cancelAll()
             }
             // Every worker has settled its connection: record what is left, then stop the rest.
-            await outcomes.drain(timeout: .seconds(10))
+            await context.outcomes.drain(timeout: .seconds(10))
             background.cancelAll()
         }
-        pool.cancel()
-        await pool.value
         logger.info("Push daemon stopped")
     }
 
-    /// Samples the queue's depth and the age of its oldest row for the metrics.
-    static func sampleQueue(queue: PushQueue, metrics: PushMetrics, every interval: Duration) async {
-        while !Task.isCancelled {
-            if let (count, age) = try? await queue.depth() {
-                metrics.queueDepth.set(count)
-                metrics.oldestPendingAge.set(age)
+    func makeContext() -> WorkerContext {
+        let queue = PushQueue(client: client, instance: instance, lease: configuration.push.lease, logger: logger)
+        let signal = QueueSignal()
+        let held = HeldRows()
+        return WorkerContext(
+            settings: configuration.push,
+            pollInterval: configuration.pollInterval,
+            queue: queue,
+            outcomes: Outcomes(queue: queue, held: held, metrics: metrics, logger: logger),
+            held: held,
+            signal: signal,
+            shutdown: ShutdownFlag(signal: signal),
+            metrics: metrics,
+            status: PushStatus(),
+            logger: logger
+        )
+    }
+
+    /// One worker per `apns_connections`, each on its own connection, until graceful shutdown.
+    func runWorkers(_ context: WorkerContext) async {
+        let connections = configuration.push.connections
+        await withTaskGroup(of: Void.self) { workers in
+            for index in 1...max(1, connections) {
+                var logger = self.logger
+                if connections > 1 { logger[metadataKey: "push.connection"] = "\(index)" }
+                let worker: any PushWorker =
+                    switch transport {
+                    case .binary(let connector, let encoder):
+                        BinaryWorker(context: context, connector: connector, encoder: encoder, index: index, logger: logger)
+                    case .http2(let connector, let topic, let tokens):
+                        HTTP2Worker(context: context, connector: connector, topic: topic, tokens: tokens, index: index, logger: logger)
+                    }
+                workers.addTask { await worker.run() }
             }
-            try? await Task.sleep(for: max(interval, .seconds(1)))
+        }
+    }
+
+    func runStatusServer(_ context: WorkerContext) async {
+        let settings = configuration.push
+        let server = StatusServer.build(
+            settings: settings,
+            client: client,
+            status: context.status,
+            metrics: metrics,
+            logger: logger,
+            onRunning: onStatusServerRunning
+        )
+        do {
+            try await server.run()
+        } catch {
+            logger.error(
+                "Status listener on \(settings.statusHost):\(settings.statusPort) failed: \(error); /healthz, /readyz and /metrics are unavailable"
+            )
+        }
+    }
+
+    /// Samples the queue's depth and the age of its oldest row for the metrics.
+    static func sampleQueue(_ context: WorkerContext) async {
+        while !Task.isCancelled {
+            if let (count, age) = try? await context.queue.depth() {
+                context.metrics.queueDepth.set(count)
+                context.metrics.oldestPendingAge.set(age)
+            }
+            try? await Task.sleep(for: max(context.pollInterval, .seconds(1)))
         }
     }
 
     /// Renews the leases of rows in flight and returns expired claims (of daemons that died) to the queue.
-    static func maintainLeases(queue: PushQueue, held: HeldRows, lease: Duration, signal: QueueSignal, logger: Logger) async {
+    static func maintainLeases(_ context: WorkerContext) async {
         while !Task.isCancelled {
             do {
-                let returned = try await queue.reclaimExpired()
+                let returned = try await context.queue.reclaimExpired()
                 if returned > 0 {
-                    logger.info("Returned \(returned) notifications whose lease ran out (their daemon stopped) to the queue")
-                    signal.signal()
+                    context.logger.info("Returned \(returned) notifications whose lease ran out (their daemon stopped) to the queue")
+                    context.signal.signal()
                 }
-                try await queue.renew(held.snapshot)
+                try await context.queue.renew(context.held.snapshot)
             } catch {
-                logger.warning("Cannot renew leases: \(DatabaseError.describe(error))")
+                context.logger.warning("Cannot renew leases: \(DatabaseError.describe(error))")
             }
-            try? await Task.sleep(for: lease / 3)
+            try? await Task.sleep(for: context.settings.lease / 3)
         }
     }
 }

@@ -1,6 +1,10 @@
+import APNs
 import Logging
+import Observability
 import PostgresNIO
-import Shared
+import Settings
+import Storage
+import Support
 
 /// Keeps a `LISTEN push_queue` connection open and turns every NOTIFY into a wake-up. NOTIFYs are lost while the
 /// connection is down, so it also wakes everyone after each (re)connect; the poll interval covers the rest.
@@ -28,13 +32,5 @@ struct QueueListener: Sendable {
                 try? await Task.sleep(for: delay)
             }
         }
-    }
-}
-
-extension Duration {
-    /// `1.5 s`, for log lines.
-    public var formatted: String {
-        let milliseconds = components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
-        return milliseconds < 1000 ? "\(milliseconds) ms" : "\(Double(milliseconds) / 1000) s"
     }
 }

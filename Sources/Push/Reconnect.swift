@@ -1,5 +1,9 @@
+import APNs
 import Logging
-import Shared
+import Observability
+import Settings
+import Storage
+import Support
 
 /// What both workers (binary and HTTP/2) do between connections and when they stop.
 enum Reconnect {

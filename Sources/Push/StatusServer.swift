@@ -1,8 +1,12 @@
+import APNs
 import Hummingbird
 import Logging
 import NIOCore
+import Observability
 import PostgresNIO
-import Shared
+import Settings
+import Storage
+import Support
 
 /// The daemon's small HTTP listener (loopback by default): `/healthz` (the process is alive), `/readyz` (the
 /// database answers and at least one gateway connection is up) and `/metrics` (Prometheus text).
@@ -16,15 +20,9 @@ enum StatusServer {
         onRunning: @escaping @Sendable (Int) async -> Void
     ) -> some ApplicationProtocol {
         let router = Router()
-        router.get("/healthz") { _, _ in plain(.ok, "ok") }
+        router.get("/healthz") { _, _ in Response.text(.ok, "ok") }
         router.get("/readyz") { _, _ in await readiness(client: client, status: status, logger: logger) }
-        router.get("/metrics") { _, _ in
-            Response(
-                status: .ok,
-                headers: [.contentType: MetricsRegistry.contentType],
-                body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.exposition()))
-            )
-        }
+        router.get("/metrics") { _, _ in Response.metrics(metrics.registry) }
         var serverLogger = logger
         serverLogger.logLevel = .critical  // Hummingbird's own lines stay out of the log; a failed bind is reported below
         return Application(
@@ -41,17 +39,9 @@ enum StatusServer {
                 _ = try await client.query("SELECT 1", logger: logger).collect()
             }
         } catch {
-            return plain(.serviceUnavailable, "database unreachable")
+            return Response.text(.serviceUnavailable, "database unreachable")
         }
-        guard status.connectedCount > 0 else { return plain(.serviceUnavailable, "not connected to the gateway") }
-        return plain(.ok, "ready")
-    }
-
-    static func plain(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response(
-            status: status,
-            headers: [.contentType: "text/plain; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(string: text + "\n"))
-        )
+        guard status.connectedCount > 0 else { return Response.text(.serviceUnavailable, "not connected to the gateway") }
+        return Response.text(.ok, "ready")
     }
 }

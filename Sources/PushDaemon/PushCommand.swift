@@ -2,7 +2,7 @@ import ArgumentParser
 import Logging
 import Push
 import ServiceLifecycle
-import Shared
+import Settings
 
 /// `pushchat-push [development|production]`: the long-running sender (the tutorial's `push.php`).
 @main
@@ -17,21 +17,10 @@ struct PushCommand: AsyncParsableCommand {
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-push") {
             let (configuration, logger) = try options.start(process: "push", label: "pushchat-push")
-            let service: PushService
-            switch configuration.apns.transport {
-            case .binary:
-                service = PushService(configuration: configuration, tls: try configuration.apns.clientTLSContext(), logger: logger)
-            case .http2:
-                let authentication = try configuration.apns.http2Authentication()
-                service = PushService(
-                    configuration: configuration,
-                    tls: try configuration.apns.http2TLSContext(authentication),
-                    logger: logger,
-                    http2Authentication: authentication
-                )
-            }
+            let transport = try PushTransport.load(configuration)
+            let services = PushService.services(configuration: configuration, transport: transport, logger: logger)
             let group = ServiceGroup(
-                configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             )
             try await group.run()
         }

@@ -1,10 +1,12 @@
+import APNs
 import Logging
 import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import ServiceLifecycle
-import Shared
+import Settings
+import Support
 
 /// A stand-in for Apple's side on loopback: the binary gateway, the feedback service and a read-only status page.
 ///

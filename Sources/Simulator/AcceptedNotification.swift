@@ -1,5 +1,7 @@
+import APNs
 import Foundation
-import Shared
+import Settings
+import Support
 
 /// A notification the simulator accepted: what "arrived on the phone".
 public struct AcceptedNotification: Sendable, Equatable {

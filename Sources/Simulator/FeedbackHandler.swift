@@ -1,8 +1,10 @@
+import APNs
 import Logging
 import NIOCore
 import NIOSSL
 import NIOTLS
-import Shared
+import Settings
+import Support
 
 /// One feedback connection: once TLS is up, writes every configured tuple and closes (as Apple's service did).
 final class FeedbackHandler: ChannelInboundHandler {

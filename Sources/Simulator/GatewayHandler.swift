@@ -1,7 +1,9 @@
+import APNs
 import Foundation
 import Logging
 import NIOCore
-import Shared
+import Settings
+import Support
 
 /// One binary gateway connection: decodes notifications, validates them as Apple does, records what it accepts,
 /// and on the first bad notification writes `8 | status | identifier` and closes, discarding everything after it.

@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -5,7 +6,8 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
-import Shared
+import Settings
+import Support
 
 /// The simulator's HTTP/2 provider API: what Apple's `api.push.apple.com` checks and answers, per stream.
 ///
@@ -85,9 +87,7 @@ final class HTTP2Handler: ChannelInboundHandler {
             if let delay = options.answerDelay {
                 let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                 context.eventLoop.scheduleTask(
-                    in: TimeAmount.nanoseconds(
-                        Int64(delay.components.seconds) * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
-                    )
+                    in: TimeAmount.nanoseconds(delay.nanoseconds)
                 ) {
                     let (handler, context) = loopBound.value
                     handler.respond(answer, on: streamID, context: context)

@@ -1,5 +1,7 @@
+import APNs
 import Foundation
-import Shared
+import Settings
+import Support
 
 /// Everything the APNs simulator needs to start: where to listen, its TLS identity and trusted client CA, which
 /// tokens Apple would call unregistered, what the feedback service reports, and the faults to inject.

@@ -1,6 +1,8 @@
+import APNs
 import Foundation
 import NIOConcurrencyHelpers
-import Shared
+import Settings
+import Support
 
 #if canImport(Glibc)
 import Glibc
@@ -168,8 +170,18 @@ public final class SimulatorState: Sendable {
 }
 
 /// The simulator cannot start.
-public struct SimulatorError: Error, CustomStringConvertible {
+public struct SimulatorError: PushChatError {
+    public typealias Code = ErrorCode<SimulatorError>
+    public let code: Code
     public let reason: String
-    public init(reason: String) { self.reason = reason }
+    public init(code: Code = .setupFailed, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
     public var description: String { "simulator: \(reason)" }
+}
+
+extension ErrorCode where Domain == SimulatorError {
+    /// A listener, certificate or option the simulator cannot use.
+    public static let setupFailed = Self("setupFailed")
 }

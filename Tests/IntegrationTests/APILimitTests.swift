@@ -1,8 +1,13 @@
 import Foundation
 import Testing
 
+@testable import API
 @testable import APIServer
-@testable import Shared
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 /// The API's abuse limits under concurrent load.
 @Suite struct APILimitTests {

@@ -5,8 +5,13 @@ import NIOCore
 import PostgresNIO
 import Testing
 
+@testable import API
 @testable import APIServer
-@testable import Shared
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 @Suite struct APIServerTests {
     @Test func joinStoresTheDevice() async throws {

@@ -1,7 +1,12 @@
 import Foundation
 import Testing
 
-@testable import Shared
+@testable import API
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 /// Loading the provider identity in every shape the tutorial's operators have it.
 @Suite struct ClientIdentityTests {

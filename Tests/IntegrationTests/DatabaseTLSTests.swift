@@ -2,7 +2,12 @@ import Foundation
 import PostgresNIO
 import Testing
 
-@testable import Shared
+@testable import API
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 /// Database TLS with libpq's meaning, against the test cluster, which runs like a stock Debian server: `ssl = on`
 /// with a self-signed certificate (`scripts/test.sh`; `PUSHCHAT_TEST_DATABASE_CA` names that certificate).

@@ -2,10 +2,15 @@ import Foundation
 import PostgresNIO
 import Testing
 
+@testable import API
+@testable import APNs
 @testable import Feedback
+@testable import Observability
 @testable import Push
-@testable import Shared
+@testable import Settings
 @testable import Simulator
+@testable import Storage
+@testable import Support
 
 /// The feedback job against the simulator's feedback service and a real PostgreSQL.
 @Suite struct FeedbackTests {

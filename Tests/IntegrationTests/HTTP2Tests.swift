@@ -2,10 +2,15 @@ import Foundation
 import PostgresNIO
 import Testing
 
+@testable import API
+@testable import APNs
 @testable import Feedback
+@testable import Observability
 @testable import Push
-@testable import Shared
+@testable import Settings
 @testable import Simulator
+@testable import Storage
+@testable import Support
 
 /// Provider tokens: made once, reused, refreshed once on expiry; checked like APNs does.
 @Suite struct ProviderTokenTests {

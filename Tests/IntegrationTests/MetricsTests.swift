@@ -4,11 +4,16 @@ import NIOCore
 import PostgresNIO
 import Testing
 
+@testable import API
 @testable import APIServer
+@testable import APNs
 @testable import Feedback
+@testable import Observability
 @testable import Push
-@testable import Shared
+@testable import Settings
 @testable import Simulator
+@testable import Storage
+@testable import Support
 
 /// Each metric moves when its event happens: scrape, act, scrape again.
 @Suite struct APIMetricsTests {

@@ -2,7 +2,12 @@ import Foundation
 import PostgresNIO
 import Testing
 
-@testable import Shared
+@testable import API
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 @Suite struct MigrationTests {
     @Test func migrateAppliesOnceAndRecords() async throws {

@@ -2,10 +2,15 @@ import Foundation
 import PostgresNIO
 import Testing
 
+@testable import API
 @testable import APIServer
+@testable import APNs
+@testable import Observability
 @testable import Push
-@testable import Shared
+@testable import Settings
 @testable import Simulator
+@testable import Storage
+@testable import Support
 
 /// The push daemon against a real PostgreSQL and the simulator over real TLS. Serialized: the binary protocol has no
 /// acknowledgements, so a CPU-starved gateway that reads later than the settle time cannot be told from one that accepted.

@@ -1,8 +1,13 @@
 import Foundation
 import Testing
 
-@testable import Shared
+@testable import API
+@testable import APNs
+@testable import Observability
+@testable import Settings
 @testable import Simulator
+@testable import Storage
+@testable import Support
 
 /// The `pushchat-push` executable as an operator runs it: signals, crashes, restarts.
 @Suite(.serialized) struct PushProcessTests {

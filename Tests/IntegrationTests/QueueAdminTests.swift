@@ -2,7 +2,12 @@ import Foundation
 import PostgresNIO
 import Testing
 
-@testable import Shared
+@testable import API
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 /// `pushchat-api queue …` and `pushchat-api push` against a real database.
 @Suite struct QueueAdminTests {

@@ -4,8 +4,13 @@ import NIOCore
 import NIOSSL
 import Testing
 
-@testable import Shared
+@testable import API
+@testable import APNs
+@testable import Observability
+@testable import Settings
 @testable import Simulator
+@testable import Storage
+@testable import Support
 
 /// The APNs simulator over real TLS on loopback.
 @Suite struct SimulatorTests {

@@ -2,7 +2,12 @@ import Foundation
 import NIOCore
 import Testing
 
-@testable import Shared
+@testable import API
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 /// The whole system as `scripts/run.sh` starts it: the simulator, API, push daemon and feedback job as separate
 /// processes on one database, driven over HTTP like the app.

@@ -7,8 +7,13 @@ import NIOCore
 import PostgresNIO
 import Testing
 
+@testable import API
 @testable import APIServer
-@testable import Shared
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 /// The real API server (`pushchat-api serve`'s application) on a loopback port, backed by a fresh database.
 struct APIHarness: Sendable {

@@ -5,9 +5,14 @@ import PostgresNIO
 import ServiceLifecycle
 import Testing
 
+@testable import API
+@testable import APNs
+@testable import Observability
 @testable import Push
-@testable import Shared
+@testable import Settings
 @testable import Simulator
+@testable import Storage
+@testable import Support
 
 /// A fresh database, an in-process APNs simulator and push daemons pointed at it.
 struct PushHarness: Sendable {
@@ -73,15 +78,14 @@ struct PushHarness: Sendable {
         _ setup: (Configuration, HTTP2Authentication),
         _ body: @Sendable () async throws -> T
     ) async throws -> T {
-        let (configuration, authentication) = setup
-        let service = PushService(
+        let (configuration, _) = setup
+        let services = PushService.services(
             configuration: configuration,
-            tls: try configuration.apns.http2TLSContext(authentication),
+            transport: try PushTransport.load(configuration),
             logger: TestDatabase.logger,
-            instance: "test-http2-daemon",
-            http2Authentication: authentication
+            instance: "test-http2-daemon"
         )
-        return try await withServices([service], body)
+        return try await withServices(services, body)
     }
 
     /// Environment variables that give the `pushchat-push` executable the same configuration.
@@ -119,9 +123,11 @@ struct PushHarness: Sendable {
     ) async throws -> T {
         var services: [any Service] = []
         for (index, configuration) in configurations.enumerated() {
-            let tls = try configuration.apns.clientTLSContext()
-            services.append(
-                PushService(configuration: configuration, tls: tls, logger: TestDatabase.logger, instance: "test-daemon-\(index + 1)")
+            services += PushService.services(
+                configuration: configuration,
+                transport: try PushTransport.load(configuration),
+                logger: TestDatabase.logger,
+                instance: "test-daemon-\(index + 1)"
             )
         }
         return try await withServices(services, body)
@@ -134,14 +140,14 @@ struct PushHarness: Sendable {
     ) async throws -> T {
         let configuration = configuration ?? self.configuration()
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let service = PushService(
+        let services = PushService.services(
             configuration: configuration,
-            tls: try configuration.apns.clientTLSContext(),
+            transport: try PushTransport.load(configuration),
             logger: TestDatabase.logger,
             instance: "test-daemon-status",
             onStatusServerRunning: { port in continuation.yield(port) }
         )
-        return try await withServices([service]) {
+        return try await withServices(services) {
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next() else { throw CancellationError() }
             return try await body(port)

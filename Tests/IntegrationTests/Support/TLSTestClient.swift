@@ -3,7 +3,12 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
-@testable import Shared
+@testable import API
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 /// A bare TLS (or plain TCP) client for poking at the simulator: writes bytes, then returns everything the peer
 /// sends until it closes the connection.

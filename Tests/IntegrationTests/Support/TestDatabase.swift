@@ -3,7 +3,12 @@ import Logging
 import PostgresNIO
 import Testing
 
-@testable import Shared
+@testable import API
+@testable import APNs
+@testable import Observability
+@testable import Settings
+@testable import Storage
+@testable import Support
 
 /// Fresh, migrated PostgreSQL databases for integration tests, one per test, so parallel tests never see each
 /// other's rows (or NOTIFYs). The server comes from `PUSHCHAT_TEST_DATABASE_URL`, which `scripts/test.sh` sets.

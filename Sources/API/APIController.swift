@@ -1,0 +1,201 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Observability
+import Settings
+import Storage
+import Support
+
+/// `POST /api.php` (and `/api`): the PushChat app's commands.
+struct APIController: Sendable {
+    static let errorHeader = HTTPField.Name("X-Error-Description")!
+
+    let store: ChatStore
+    let mode: Mode
+    let limits: APILimits
+    let perIP: RateLimiter
+    let perUDID: RateLimiter
+    /// How long a request may wait for the database before it is answered with 503.
+    let databaseTimeout: Duration
+    let metrics: APIMetrics
+    let logger: Logger
+
+    func addRoutes(to router: Router<APIRequestContext>) {
+        router.post("/api.php") { request, context in try await handle(request, context: context) }
+        router.post("/api") { request, context in try await handle(request, context: context) }
+        router.get("/test/database") { _, _ in try await databaseCheck() }
+        router.get("/healthz") { _, _ in Response.text(.ok, "ok") }
+        router.get("/readyz") { _, _ in try await readiness() }
+        router.get("/metrics") { _, _ in Response.metrics(metrics.registry) }
+    }
+
+    /// Answers one command and counts it (by command and status) with its duration.
+    func handle(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let start = ContinuousClock.now
+        var command = "unparsed"
+        let response = try await respond(request, context: context, command: &command)
+        metrics.request(command: command, status: response.status.code, duration: start.duration(to: .now))
+        return response
+    }
+
+    private func respond(_ request: Request, context: APIRequestContext, command name: inout String) async throws -> Response {
+        if let wait = perIP.take(context.remoteAddress?.ipAddress ?? "unknown") {
+            return Self.tooManyRequests(wait)
+        }
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.maxBodyBytes {
+            return Self.error(.contentTooLarge, "Request body too large")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: limits.maxBodyBytes)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            return Self.error(.contentTooLarge, "Request body too large")
+        }
+        let fields: FormFields
+        do {
+            fields = try FormFields.parse(body: body, contentType: request.headers[.contentType])
+        } catch {
+            let status: HTTPResponse.Status = error == .unsupportedContentType ? .unsupportedMediaType : .badRequest
+            return Self.error(status, error.description)
+        }
+        let command: APIRequest
+        do {
+            command = try APIRequest(fields: fields)
+        } catch {
+            context.logger.debug("Refused request", metadata: ["api.error": "\(error)"])
+            return Self.error(.badRequest, error.description)
+        }
+        name = command.command
+        if let wait = perUDID.take(command.udid) {
+            return Self.tooManyRequests(wait)
+        }
+        do {
+            let store = self.store
+            let address = context.remoteAddress?.ipAddress
+            let maxRoomSize = limits.maxRoomSize
+            let metrics = self.metrics
+            return try await withDeadline(databaseTimeout) {
+                try await Self.perform(command, store: store, clientAddress: address, maxRoomSize: maxRoomSize, metrics: metrics)
+            }
+        } catch {
+            return databaseFailure(error, doing: command.command)
+        }
+    }
+
+    static func perform(
+        _ command: APIRequest,
+        store: ChatStore,
+        clientAddress: String?,
+        maxRoomSize: Int,
+        metrics: APIMetrics
+    ) async throws -> Response {
+        switch command {
+        case .join(let udid, let token, let name, let code):
+            guard try await store.join(udid: udid, token: token, name: name, code: code, ipAddress: clientAddress, maxRoomSize: maxRoomSize)
+            else { return error(.forbidden, "Room is full") }
+        case .leave(let udid):
+            try await store.leave(udid: udid)
+        case .update(let udid, let token):
+            try await store.update(udid: udid, token: token)
+        case .message(let udid, let text):
+            let result = try await store.message(udid: udid, text: text)
+            metrics.queued(result.queued)
+            if result.messageID == nil {
+                store.logger.info("Message from a device that is in no room: nothing queued", metadata: ["api.udid": "\(udid)"])
+            }
+        case .fetch(let udid, let since):
+            let messages = try await store.fetch(udid: udid, since: since)
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: FetchResponse(messages).json()))
+            )
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/plain; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: "OK"))
+        )
+    }
+
+    func databaseCheck() async throws -> Response {
+        do {
+            let store = self.store
+            let count = try await withDeadline(databaseTimeout) { try await store.userCount() }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: "Database OK: \(count) active users\n"))
+            )
+        } catch {
+            return databaseFailure(error, doing: "database check")
+        }
+    }
+
+    /// Ready when the database answers within 2 seconds; 503 otherwise (for load balancers and systemd checks).
+    func readiness() async throws -> Response {
+        let store = self.store
+        do {
+            _ = try await withDeadline(.seconds(2)) { try await store.userCount() }
+            return Response.text(.ok, "ready")
+        } catch {
+            logger.warning(
+                "Not ready: the database does not answer (\(error is DeadlineExceeded ? "timeout" : DatabaseError.describe(error)))"
+            )
+            return Response.text(.serviceUnavailable, "database unreachable")
+        }
+    }
+
+    /// 503 when the database did not answer in time, 500 when it failed; details only in development mode.
+    func databaseFailure(_ error: any Error, doing what: String) -> Response {
+        let timedOut = error is DeadlineExceeded
+        let detail = timedOut ? "the database did not answer within \(databaseTimeout)" : DatabaseError.describe(error)
+        logger.error("\(what) failed: \(detail)", metadata: ["api.command": "\(what)"])
+        return Self.error(
+            timedOut ? .serviceUnavailable : .internalServerError,
+            mode == .development ? "Database error: \(detail)" : "Database error"
+        )
+    }
+
+    /// 429 with `Retry-After` (whole seconds, at least 1).
+    static func tooManyRequests(_ wait: Duration) -> Response {
+        var response = error(.tooManyRequests, "Too many requests")
+        let seconds = max(1, Int(wait.seconds.rounded(.up)))
+        response.headers[.retryAfter] = "\(seconds)"
+        return response
+    }
+
+    /// An error reply: the reason in `X-Error-Description` (as the tutorial's API did) and in the body.
+    static func error(_ status: HTTPResponse.Status, _ description: String) -> Response {
+        Response.text(status, description, headers: [errorHeader: description])
+    }
+}
+
+/// The JSON answer to `cmd=fetch`: `{"messages":[{"id":1,"name":"Bob","text":"hi","time":"2026-…Z"}]}`.
+struct FetchResponse: Encodable {
+    struct Item: Encodable {
+        let id: Int64
+        let name: String
+        let text: String
+        let time: String
+    }
+
+    let messages: [Item]
+    /// More messages follow: fetch again with `since` = the last id.
+    let more: Bool
+
+    init(_ messages: [ChatStore.StoredMessage]) {
+        self.messages = messages.map {
+            Item(id: $0.id, name: $0.name, text: $0.text, time: $0.createdAt.formatted(.iso8601))
+        }
+        self.more = messages.count == ChatStore.fetchLimit
+    }
+
+    func json() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(self)) ?? Data("{\"messages\":[]}".utf8))
+    }
+}

@@ -1,0 +1,105 @@
+import Observability
+import Settings
+import Storage
+import Support
+
+/// A validated request to the PushChat API (`POST /api.php`, field `cmd`).
+///
+/// Validation follows the tutorial's server: fields are trimmed, the first problem found is reported with one of
+/// the fixed `X-Error-Description` texts, and nothing is written for a bad request.
+public enum APIRequest: Sendable, Equatable {
+    /// Join a room: replaces any earlier registration of the device.
+    case join(udid: String, token: String, name: String, code: String)
+    /// Leave the room.
+    case leave(udid: String)
+    /// Register a new device token.
+    case update(udid: String, token: String)
+    /// Send `text` to everyone else in the sender's room.
+    case message(udid: String, text: String)
+    /// The room's stored messages with an id greater than `since`.
+    case fetch(udid: String, since: Int64)
+
+    /// The token a device sends before it has one from APNs; it receives no notifications.
+    public static let noToken = "0"
+    /// Longest name or secret code, in UTF-8 bytes.
+    public static let maximumNameBytes = 255
+    /// Longest message text, in UTF-8 bytes.
+    public static let maximumTextBytes = 190
+
+    /// The command name, for logs.
+    public var command: String {
+        switch self {
+        case .join: "join"
+        case .leave: "leave"
+        case .update: "update"
+        case .message: "message"
+        case .fetch: "fetch"
+        }
+    }
+
+    /// The device the request is from.
+    public var udid: String {
+        switch self {
+        case .join(let udid, _, _, _), .leave(let udid), .update(let udid, _), .message(let udid, _), .fetch(let udid, _): udid
+        }
+    }
+
+    /// Validates a submitted form.
+    public init(fields: FormFields) throws(APIRequestError) {
+        let command = fields["cmd"].map { String(decoding: FormValue.trimmed($0), as: UTF8.self) }
+        switch command {
+        case "join":
+            let udid = try FormValue.udid(fields)
+            let token = try FormValue.token(fields, allowNoToken: true)
+            let name = try FormValue.text(fields, "name", missing: .missingName, invalid: .invalidName, maxBytes: Self.maximumNameBytes)
+            let code = try FormValue.text(fields, "code", missing: .missingCode, invalid: .invalidCode, maxBytes: Self.maximumNameBytes)
+            self = .join(udid: udid, token: token, name: name, code: code)
+        case "leave":
+            self = .leave(udid: try FormValue.udid(fields))
+        case "update":
+            let udid = try FormValue.udid(fields)
+            self = .update(udid: udid, token: try FormValue.token(fields, allowNoToken: false))
+        case "message":
+            let udid = try FormValue.udid(fields)
+            let text = try FormValue.text(
+                fields,
+                "text",
+                missing: .missingText,
+                invalid: .invalidText,
+                maxBytes: Self.maximumTextBytes,
+                allowNewlines: true
+            )
+            self = .message(udid: udid, text: text)
+        case "fetch":
+            let udid = try FormValue.udid(fields)
+            self = .fetch(udid: udid, since: try FormValue.since(fields))
+        default:
+            throw .unknownCommand
+        }
+    }
+}
+
+/// Why a request was refused: the exact text of the `X-Error-Description` header.
+public struct APIRequestError: PushChatError, Equatable {
+    public let description: String
+    /// The code is the wire text (`Missing udid`): the app and its forms match on it.
+    public var code: String { description }
+    public var reason: String { description }
+
+    public static let unknownCommand = Self(description: "Unknown command")
+    public static let missingUdid = Self(description: "Missing udid")
+    public static let invalidUdid = Self(description: "Invalid udid")
+    /// The 2013 app's name for the udid field.
+    public static let missingUserID = Self(description: "Missing user_id")
+    public static let invalidUserID = Self(description: "Invalid user_id")
+    public static let missingToken = Self(description: "Missing device token")
+    public static let invalidToken = Self(description: "Invalid device token")
+    public static let missingName = Self(description: "Missing name")
+    public static let invalidName = Self(description: "Invalid name")
+    public static let missingCode = Self(description: "Missing code")
+    public static let invalidCode = Self(description: "Invalid code")
+    public static let missingText = Self(description: "Missing text")
+    public static let invalidText = Self(description: "Invalid text")
+    /// `fetch` only: `since` is not a non-negative message id.
+    public static let invalidSince = Self(description: "Invalid since")
+}

@@ -1,0 +1,17 @@
+import Hummingbird
+import NIOCore
+import Observability
+import Settings
+import Storage
+import Support
+
+/// The request context of the API: Hummingbird's core context plus the client's address (stored with `join`).
+struct APIRequestContext: RequestContext, RemoteAddressRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
+    }
+}

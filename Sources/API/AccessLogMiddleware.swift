@@ -1,0 +1,38 @@
+import Hummingbird
+import Logging
+import Observability
+import Settings
+import Storage
+import Support
+
+/// One log line per request: method, path, status, duration and client address.
+struct AccessLogMiddleware<Context: RequestContext & RemoteAddressRequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let status: HTTPResponse.Status
+        do {
+            let response = try await next(request, context)
+            status = response.status
+            log(request, context, status: status, since: start)
+            return response
+        } catch let error as any HTTPResponseError {
+            log(request, context, status: error.status, since: start)
+            throw error
+        } catch {
+            log(request, context, status: .internalServerError, since: start)
+            throw error
+        }
+    }
+
+    private func log(_ request: Request, _ context: Context, status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
+        let elapsed = start.duration(to: .now)
+        let milliseconds = elapsed.seconds * 1000
+        context.logger.info(
+            "\(request.method) \(request.uri.path) \(status.code)",
+            metadata: [
+                "http.duration_ms": "\(milliseconds)",
+                "client.address": "\(context.remoteAddress?.ipAddress ?? "-")",
+            ]
+        )
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import NIOCore
+import Settings
+import Support
+
+/// Encodes claimed rows as command 2 frames.
+public struct BinaryEncoder: Sendable {
+    /// Seconds from now until APNs stops trying (0: deliver once, do not store).
+    public var expiry: UInt32
+    /// 10 (now) or 5 (power-considerate).
+    public var priority: UInt8
+
+    public init(expiry: UInt32, priority: UInt8) {
+        self.expiry = expiry
+        self.priority = priority
+    }
+
+    /// Appends the row's frame, or says why it can never be sent.
+    public func write(_ notification: QueuedNotification, into buffer: inout ByteBuffer, now: Date) -> UnsendableReason? {
+        let tokenUTF8 = notification.deviceToken.utf8
+        guard tokenUTF8.count == DeviceToken.binaryLength * 2, let token = DeviceToken.bytes(hex: notification.deviceToken) else {
+            return UnsendableReason(description: "device token is not \(DeviceToken.binaryLength * 2) hex digits")
+        }
+        let payload = notification.payload.utf8
+        guard !payload.isEmpty else { return UnsendableReason(description: "empty payload") }
+        guard payload.count <= BinaryNotification.Format.frame.payloadLimit else {
+            return UnsendableReason(description: "payload of \(payload.count) bytes exceeds the binary limit of 2048")
+        }
+        let priority = notification.priority.flatMap { $0 == 5 || $0 == 10 ? UInt8($0) : nil } ?? self.priority
+        let expiry: UInt32
+        if let expiration = notification.expiration {
+            expiry = UInt32(clamping: max(0, Int64(expiration.timeIntervalSince1970)))
+        } else {
+            expiry = self.expiry == 0 ? 0 : UInt32(clamping: Int64(now.timeIntervalSince1970) + Int64(self.expiry))
+        }
+        BinaryFrame.writeFrame(
+            into: &buffer,
+            token: token,
+            payload: payload,
+            identifier: notification.wireIdentifier,
+            expiry: expiry,
+            priority: priority
+        )
+        return nil
+    }
+}

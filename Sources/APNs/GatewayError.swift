@@ -1,0 +1,48 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import Settings
+import Support
+
+/// Why the gateway could not be reached.
+public struct GatewayError: PushChatError {
+    public typealias Code = ErrorCode<GatewayError>
+    public let code: Code
+    public let endpoint: Endpoint
+    public let reason: String
+
+    public init(code: Code = .connectionFailed, endpoint: Endpoint, reason: String) {
+        self.code = code
+        self.endpoint = endpoint
+        self.reason = reason
+    }
+
+    public var description: String { "cannot connect to \(endpoint): \(reason)" }
+
+    /// A readable reason for a connection or TLS failure (refused client certificates are named as such).
+    public static func describe(_ error: any Error) -> String {
+        if let error = error as? NIOSSLError, case .handshakeFailed(let reason) = error {
+            return "TLS handshake failed (is the certificate valid for this gateway and signed by the right CA?): \(reason)"
+        }
+        let text = "\(error)"
+        // With TLS 1.3 the gateway checks the client certificate after the handshake and answers with an alert.
+        for alert in [
+            "ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE", "ALERT_CERTIFICATE_REQUIRED", "ALERT_CERTIFICATE_REVOKED",
+            "ALERT_CERTIFICATE_EXPIRED", "ALERT_ACCESS_DENIED",
+        ]
+        where text.contains(alert) {
+            return "the gateway refused the client certificate (\(alert.replacingOccurrences(of: "ALERT_", with: "")))"
+        }
+        if error is DeadlineExceeded { return "TLS handshake timed out" }
+        if let error = error as? ChannelError, case .connectTimeout = error { return "connection timed out" }
+        if "\(error)".contains("Connection refused") { return "connection refused" }
+        return "\(error)"
+    }
+}
+
+extension ErrorCode where Domain == GatewayError {
+    /// TCP or TLS failed, or the handshake did not finish in time.
+    public static let connectionFailed = Self("connectionFailed")
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Settings
+import Support
+
+/// Opens HTTP/2 connections to APNs (TLS with ALPN h2).
+public struct HTTP2Connector: Sendable {
+    public let endpoint: Endpoint
+    let tls: NIOSSLContext
+    let group: any EventLoopGroup
+    let requestTimeout: Duration
+
+    public init(endpoint: Endpoint, tls: NIOSSLContext, group: any EventLoopGroup, requestTimeout: Duration) {
+        self.endpoint = endpoint
+        self.tls = tls
+        self.group = group
+        self.requestTimeout = requestTimeout
+    }
+
+    public var authority: String { endpoint.port == 443 ? endpoint.host : "\(endpoint.host):\(endpoint.port)" }
+
+    public func connect() async throws -> (any Channel, NIOLoopBound<HTTP2ClientHandler>, AsyncStream<HTTP2Event>) {
+        let (events, continuation) = AsyncStream.makeStream(of: HTTP2Event.self)
+        let timeout = TimeAmount.nanoseconds(requestTimeout.nanoseconds)
+        let host = endpoint.host
+        let channel = try await ClientBootstrap(group: group)
+            .connectTimeout(.seconds(10))
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelInitializer { [tls] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let serverName = host.first?.isNumber == true || host.contains(":") ? nil : host
+                    let batcher = FlushBatcher()
+                    try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                    try channel.pipeline.syncOperations.addHandler(batcher)
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOHTTP2Handler(mode: .client, initialSettings: [HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20)])
+                    )
+                    try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler())
+                    try channel.pipeline.syncOperations.addHandler(
+                        HTTP2ClientHandler(events: continuation, batcher: batcher, requestTimeout: timeout)
+                    )
+                }
+            }
+            .connect(host: endpoint.host, port: endpoint.port)
+            .get()
+        let handler = try await channel.eventLoop.submit {
+            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: HTTP2ClientHandler.self), eventLoop: channel.eventLoop)
+        }.get()
+        return (channel, handler, events)
+    }
+}

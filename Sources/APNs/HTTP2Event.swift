@@ -1,0 +1,22 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Settings
+import Support
+
+/// What an HTTP/2 connection reports to its worker.
+public enum HTTP2Event: Sendable {
+    /// Answers that arrived in one read from the socket, in order.
+    case answered([HTTP2Answer])
+    /// Written but not answered (timeout, reset, GOAWAY, connection lost): safe to send again.
+    case unanswered([HTTP2Request], String)
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    case maxStreams(Int)
+    /// GOAWAY: no new streams on this connection.
+    case goingAway
+    case closed(String)
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Settings
+import Support
+
+/// The HTTP/2 provider API's request for one queued row: path and headers (without `authorization`).
+public struct HTTP2Notification: Sendable, Equatable {
+    /// Largest payload on this path (Apple: 4096 bytes; 5120 for VoIP).
+    public static let payloadLimit = 4096
+    public static let voipPayloadLimit = 5120
+    /// The push types Apple knows.
+    public static let pushTypes: Set<String> = [
+        "alert", "background", "voip", "complication", "fileprovider", "mdm", "location", "liveactivity", "pushtotalk",
+        "widgets", "controls",
+    ]
+
+    public let path: String
+    public let headers: [(String, String)]
+    public let apnsID: UUID
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.path == rhs.path && lhs.apnsID == rhs.apnsID && lhs.headers.map { "\($0.0)=\($0.1)" } == rhs.headers.map { "\($0.0)=\($0.1)" }
+    }
+
+    /// The request for `notification`; row values win over the daemon's defaults. Throws when the row can never be
+    /// sent on this path.
+    public init(
+        _ notification: QueuedNotification,
+        topic: String,
+        defaultPriority: Int,
+        defaultExpiry: UInt32,
+        now: Date
+    ) throws(UnsendableReason) {
+        let token = notification.deviceToken
+        guard token.count >= 16, token.count % 2 == 0, token.utf8.allSatisfy({ Hex.value($0) != nil }) else {
+            throw UnsendableReason(description: "device token is not an even number of hex digits")
+        }
+        let pushType = notification.pushType ?? "alert"
+        guard Self.pushTypes.contains(pushType) else { throw UnsendableReason(description: "unknown push type '\(pushType)'") }
+        let limit = pushType == "voip" ? Self.voipPayloadLimit : Self.payloadLimit
+        let size = notification.payload.utf8.count
+        guard size > 0 else { throw UnsendableReason(description: "empty payload") }
+        guard size <= limit else { throw UnsendableReason(description: "payload of \(size) bytes exceeds the limit of \(limit)") }
+        let priority = notification.priority ?? defaultPriority
+        guard [1, 5, 10].contains(priority) else { throw UnsendableReason(description: "priority \(priority) is not 10, 5 or 1") }
+        let expiration: Int64
+        if let date = notification.expiration {
+            expiration = max(0, Int64(date.timeIntervalSince1970))
+        } else {
+            expiration = defaultExpiry == 0 ? 0 : Int64(now.timeIntervalSince1970) + Int64(defaultExpiry)
+        }
+        apnsID = Self.apnsID(messageID: notification.messageID)
+        path = "/3/device/" + token.lowercased()
+        var headers: [(String, String)] = [
+            ("apns-topic", topic),
+            ("apns-push-type", pushType),
+            ("apns-priority", "\(priority)"),
+            ("apns-expiration", "\(expiration)"),
+            ("apns-id", apnsID.uuidString.lowercased()),
+        ]
+        if let collapseID = notification.collapseID {
+            guard collapseID.utf8.count <= 64 else { throw UnsendableReason(description: "collapse id longer than 64 bytes") }
+            headers.append(("apns-collapse-id", collapseID))
+        }
+        self.headers = headers
+    }
+
+    /// The `apns-id` of a row: the same UUID on every attempt, so APNs and logs recognise a retry. Version 8
+    /// (custom) UUID: "PushChat" in the first 6 bytes, the message id in the last 8.
+    public static func apnsID(messageID: Int64) -> UUID {
+        let id = UInt64(bitPattern: messageID)
+        var bytes: [UInt8] = Array("PushCh".utf8) + [0x80, 0x00]
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: id >> UInt64(shift))) }
+        bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant 10 (message ids stay far below 2^62)
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            )
+        )
+    }
+}

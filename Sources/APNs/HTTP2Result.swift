@@ -1,0 +1,58 @@
+import Foundation
+import Settings
+import Support
+
+/// What APNs answered on one stream, and what the daemon does about it.
+public struct HTTP2Result: Sendable, Equatable {
+    public let status: Int
+    public let reason: String?
+    /// With 410: when APNs learned the token is no longer valid.
+    public let timestamp: Date?
+
+    public init(status: Int, reason: String?, timestamp: Date?) {
+        self.status = status
+        self.reason = reason
+        self.timestamp = timestamp
+    }
+
+    /// Parses the JSON body `{"reason":"…","timestamp":1700000000000}` (empty on 200).
+    public init(status: Int, body: [UInt8]) {
+        var reason: String?
+        var timestamp: Date?
+        if !body.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
+            reason = object["reason"] as? String
+            if let milliseconds = (object["timestamp"] as? NSNumber)?.doubleValue {
+                timestamp = Date(timeIntervalSince1970: milliseconds / 1000)
+            }
+        }
+        self.init(status: status, reason: reason, timestamp: timestamp)
+    }
+
+    public enum Verdict: Sendable, Equatable {
+        case sent
+        /// Failed for good; `invalidTokenAt` when the token must be pruned by the feedback job.
+        case failed(invalidTokenAt: Date?)
+        /// Try this row again later (429 for its token; 500/503).
+        case retryLater
+        /// 403 ExpiredProviderToken: make a new token and resend.
+        case expiredToken
+        /// Another 403: the credentials are wrong; keep rows queued and say so loudly.
+        case authenticationFailed
+    }
+
+    /// Apple's documented handling of each answer.
+    public func verdict(now: Date) -> Verdict {
+        switch (status, reason ?? "") {
+        case (200, _): .sent
+        case (410, _): .failed(invalidTokenAt: timestamp ?? now)
+        case (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): .failed(invalidTokenAt: now)
+        case (403, "ExpiredProviderToken"): .expiredToken
+        case (403, _): .authenticationFailed
+        case (429, _), (500...599, _): .retryLater
+        default: .failed(invalidTokenAt: nil)
+        }
+    }
+
+    /// `410 Unregistered`, as stored in `last_status`.
+    public var statusText: String { reason.map { "\(status) \($0)" } ?? "\(status)" }
+}

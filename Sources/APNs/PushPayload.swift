@@ -1,0 +1,54 @@
+import Support
+
+/// Builds the JSON payload of a chat notification, exactly the tutorial's shape:
+/// `{"aps":{"alert":"NAME: TEXT","sound":"default"}}`.
+///
+/// The JSON-escaped name is cut to 20 bytes and the escaped text to 190, so the payload always fits the binary
+/// interface's 256 bytes. Cuts fall between characters, never inside a multi-byte character or an escape sequence,
+/// so the result is always valid JSON. Non-ASCII text stays UTF-8 (no `\u` escapes), which keeps more of it.
+public enum PushPayload {
+    /// Most bytes the escaped sender name takes.
+    public static let maximumNameBytes = 20
+    /// Most bytes the escaped message text takes.
+    public static let maximumTextBytes = 190
+    /// The binary interface's limit for commands 0 and 1, which every chat payload respects.
+    public static let maximumPayloadBytes = 256
+
+    /// What comes before the escaped alert text.
+    public static let prefix = #"{"aps":{"alert":""#
+    /// What comes after it.
+    public static let suffix = #"","sound":"default"}}"#
+
+    /// The notification payload for `text` sent by `name`.
+    public static func chat(name: String, text: String) -> String {
+        chat(alertName: alertName(name), alertText: alertText(text))
+    }
+
+    /// The payload from the already escaped and cut parts: ``prefix`` + name + `": "` + text + ``suffix``.
+    public static func chat(alertName: String, alertText: String) -> String {
+        prefix + alertName + ": " + alertText + suffix
+    }
+
+    /// The sender's name as it appears in the payload: escaped, at most 20 bytes.
+    public static func alertName(_ name: String) -> String { escaped(name, limit: maximumNameBytes) }
+
+    /// The message text as it appears in the payload: escaped, at most 190 bytes.
+    public static func alertText(_ text: String) -> String { escaped(text, limit: maximumTextBytes) }
+
+    /// `text` as the inside of a JSON string, cut at a character boundary to at most `limit` bytes.
+    public static func escaped(_ text: String, limit: Int) -> String {
+        var result = ""
+        var used = 0
+        for character in text {
+            var piece = ""
+            for scalar in character.unicodeScalars {
+                piece += JSONText.escape(scalar)
+            }
+            let size = piece.utf8.count
+            guard used + size <= limit else { break }
+            result += piece
+            used += size
+        }
+        return result
+    }
+}

@@ -1,0 +1,66 @@
+import CoreMetrics
+import Foundation
+import Metrics
+import NIOConcurrencyHelpers
+import Prometheus
+import Support
+
+/// One process's metrics, served as Prometheus text at `/metrics`.
+///
+/// Names are written in the OpenTelemetry style (`pushchat.push.sent`) and exported with dots turned into
+/// underscores (`pushchat_push_sent`), since the Prometheus text format allows no dots. Every component gets its
+/// registry passed in (no global bootstrap), so several servers in one test process never mix their figures.
+public final class MetricsRegistry: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    public let factory: PrometheusMetricsFactory
+    private let counters = NIOLockedValueBox([String: CoreMetrics.Counter]())
+
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.nameAndLabelSanitizer = { name, labels in (Self.exportedName(name), labels) }
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+        ]
+        self.registry = registry
+        self.factory = factory
+    }
+
+    /// `pushchat.push.sent` → `pushchat_push_sent`.
+    public static func exportedName(_ name: String) -> String {
+        String(name.map { $0 == "." || $0 == "-" ? "_" : $0 })
+    }
+
+    /// A counter, cached by name and labels (labels such as a status or a reason take few values).
+    public func counter(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Counter {
+        let key = dimensions.isEmpty ? name : name + "|" + dimensions.map { "\($0.0)=\($0.1)" }.joined(separator: ",")
+        return counters.withLockedValue { cache in
+            if let counter = cache[key] { return counter }
+            let counter = CoreMetrics.Counter(label: name, dimensions: dimensions, factory: factory)
+            cache[key] = counter
+            return counter
+        }
+    }
+
+    public func gauge(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Gauge {
+        CoreMetrics.Gauge(label: name, dimensions: dimensions, factory: factory)
+    }
+
+    public func meter(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Meter {
+        CoreMetrics.Meter(label: name, dimensions: dimensions, factory: factory)
+    }
+
+    public func timer(_ name: String, _ dimensions: [(String, String)] = []) -> Metrics.Timer {
+        Metrics.Timer(label: name, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
+    }
+
+    /// The Prometheus text exposition of everything recorded so far.
+    public func exposition() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+
+    /// The media type of ``exposition()``.
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+}

@@ -1,0 +1,328 @@
+import APNs
+import Foundation
+import Logging
+import Metrics
+import NIOCore
+import NIOSSL
+import Observability
+import Settings
+import Storage
+import Support
+
+/// One kept-open gateway connection and the loop that feeds it: claim a batch, write it as command 2 frames in
+/// one TLS write, settle what stayed unanswered, and on an error response or a drop settle the window and carry the
+/// rest to the next connection. Reconnects forever with backoff; stops cleanly at graceful shutdown.
+struct BinaryWorker: PushWorker {
+    let context: WorkerContext
+    let connector: BinaryConnector
+    let encoder: BinaryEncoder
+    /// This worker's number (1…), the `connection` label of its metrics.
+    let index: Int
+    /// The service's logger, with `push.connection` when there are several.
+    let logger: Logger
+
+    /// How a connection's session ended.
+    enum End: Sendable {
+        case errorResponse(BinaryErrorResponse)
+        /// The connection ended without an error response; `refused` when TLS failed (nothing was accepted).
+        case closed(String, refused: Bool)
+        case drained
+        /// The writer stopped because the connection ended: the reader has the verdict.
+        case writerStopped
+    }
+
+    func run() async {
+        var backoff = Backoff()
+        var carry: [QueuedNotification] = []
+        var limit = settings.window
+        var attempts = 0
+        let inFlight = metrics.inFlight(connection: index)
+        while !shutdown.isRequested {
+            logger.info("Connecting to \(connector.endpoint)")
+            if attempts > 0 { metrics.reconnects.increment() }
+            attempts += 1
+            var delivered = 0
+            do {
+                let (channel, alarm) = try await connector.connect()
+                logger.info("Connection OK")
+                let session = BinarySession(capacity: settings.window, limit: limit, carry: carry, alarm: alarm)
+                carry = []
+                status.connectionOpened()
+                metrics.connected.increment()
+                let end = await run(session, on: channel, inFlight: inFlight)
+                metrics.connected.decrement()
+                status.connectionClosed()
+                inFlight.set(0)
+                delivered = session.delivered
+                limit = session.limit
+                let unsettled: Int
+                (carry, unsettled) = settle(session, end: end)
+                switch end {
+                case .drained:
+                    break
+                case .errorResponse:
+                    delivered += 1  // the gateway answered: the connection itself was fine
+                case .closed(_, let refused) where !refused && unsettled > 0:
+                    // Dropped without a word: we cannot know how much arrived. Start small again so a gateway that
+                    // keeps dropping after a few frames still lets every notification through.
+                    limit = delivered > 0 ? max(1, min(limit, unsettled) / 2) : 1
+                default:
+                    break
+                }
+                if case .drained = end { break }
+            } catch {
+                logger.error("\(error)")
+            }
+            if shutdown.isRequested { break }
+            if delivered > 0 {
+                backoff.reset()
+                continue
+            }
+            await Reconnect.pause(&backoff, signal: signal, shutdown: shutdown, logger: logger)
+        }
+        Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
+    }
+
+    // MARK: One connection
+
+    private func run(_ session: BinarySession, on channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, inFlight: Meter) async -> End {
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: End.self) { group in
+                    group.addTask { await read(inbound, session: session) }
+                    group.addTask { await write(outbound, session: session, inFlight: inFlight) }
+                    var end = try await group.next()!
+                    if case .writerStopped = end { end = try await group.next()! }
+                    if case .drained = end {
+                        // Shutting down: everything is written; give the gateway a moment to object.
+                        group.addTask {
+                            try? await Task.sleep(for: min(settings.settle, .seconds(1)))
+                            return .drained
+                        }
+                        end = try await group.next()!
+                        if case .closed = end { end = .drained }
+                        if case .writerStopped = end { end = .drained }
+                    }
+                    session.stop()
+                    group.cancelAll()
+                    return end
+                }
+            }
+        } catch {
+            session.stop()
+            return .closed("\(error)", refused: error is NIOSSLError)
+        }
+    }
+
+    private func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, session: BinarySession) async -> End {
+        var buffer = ByteBuffer()
+        do {
+            for try await chunk in inbound {
+                buffer.writeImmutableBuffer(chunk)
+                if let response = try BinaryErrorResponse.read(from: &buffer) {
+                    session.stop()
+                    return .errorResponse(response)
+                }
+            }
+            session.stop()
+            return .closed("the gateway closed the connection without an error response", refused: false)
+        } catch {
+            session.stop()
+            return .closed(GatewayError.describe(error), refused: error is NIOSSLError)
+        }
+    }
+
+    private func write(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, session: BinarySession, inFlight: Meter) async -> End {
+        var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
+        var buffer = ByteBuffer()
+        // While one batch is written the next is claimed (only while claims come back full: an idle queue is not
+        // polled in a loop).
+        var prefetch: (task: Task<[QueuedNotification], any Error>, limit: Int)?
+        while !session.isStopped {
+            outcomes.sent(session.settle(writtenBefore: .now - settings.settle))
+            inFlight.set(session.inFlightCount)
+            if shutdown.isRequested {
+                await keep(prefetch?.task, in: session)
+                return .drained
+            }
+            let free = session.freeSpace
+            var batch = session.takePending(limit: min(free, settings.batchSize))
+            let generation = signal.generation
+            var claimedFull = false
+            if batch.count < settings.batchSize && free > batch.count {
+                let limit = min(free - batch.count, settings.batchSize - batch.count)
+                do {
+                    let request = prefetch ?? (claim(limit: limit), limit)
+                    prefetch = nil
+                    let claimed = try await request.task.value
+                    held.add(claimed.map(\.messageID))
+                    batch += claimed
+                    claimedFull = claimed.count >= request.limit
+                    databaseBackoff.reset()
+                } catch {
+                    if databaseBackoff.failures == 0 {
+                        logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
+                    }
+                    if batch.isEmpty {
+                        await signal.wait(after: generation, timeout: databaseBackoff.next())
+                        continue
+                    }
+                }
+            }
+            if batch.isEmpty {
+                var timeout = pollInterval
+                if let oldest = session.oldestWrite { timeout = min(timeout, max(.milliseconds(1), oldest + settings.settle - .now)) }
+                await signal.wait(after: generation, timeout: timeout)
+                continue
+            }
+            if claimedFull && prefetch == nil {
+                let next = min(max(0, free - batch.count), settings.batchSize)
+                if next > 0 { prefetch = (claim(limit: next), next) }
+            }
+            do {
+                try await send(batch, session: session, outbound: outbound, buffer: &buffer)
+            } catch {
+                // The connection is gone; the reader reports how.
+                break
+            }
+        }
+        await keep(prefetch?.task, in: session)
+        return .writerStopped
+    }
+
+    /// Starts a claim that is not cancelled with the session: once PostgreSQL has leased rows to us we must hold
+    /// them, or they would sit claimed until the lease runs out.
+    private func claim(limit: Int) -> Task<[QueuedNotification], any Error> {
+        let queue = self.queue
+        let timer = metrics.claimDuration
+        return Task {
+            let start = ContinuousClock.now
+            defer { timer.record(duration: start.duration(to: .now)) }
+            return try await queue.claim(limit: limit)
+        }
+    }
+
+    /// Rows of a claim still under way when the session ends wait for the next connection.
+    private func keep(_ claim: Task<[QueuedNotification], any Error>?, in session: BinarySession) async {
+        guard let claim, let rows = try? await claim.value, !rows.isEmpty else { return }
+        held.add(rows.map(\.messageID))
+        session.addPending(rows)
+    }
+
+    private func send(
+        _ batch: [QueuedNotification],
+        session: BinarySession,
+        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        buffer: inout ByteBuffer
+    ) async throws {
+        buffer.clear()
+        let now = Date()
+        var written: [QueuedNotification] = []
+        written.reserveCapacity(batch.count)
+        for notification in batch {
+            if let reason = encoder.write(notification, into: &buffer, now: now) {
+                logger.warning(
+                    "Message \(notification.messageID) can never be sent: \(reason)",
+                    metadata: ["push.message_id": "\(notification.messageID)"]
+                )
+                outcomes.failed(notification, status: "invalid", reason: reason.description, kind: "unencodable")
+                continue
+            }
+            if logger.logLevel <= .debug {
+                logger.debug(
+                    "Sending message \(notification.messageID) to \(notification.deviceToken)",
+                    metadata: ["push.message_id": "\(notification.messageID)"]
+                )
+            }
+            written.append(notification)
+        }
+        guard !written.isEmpty, session.append(written, at: .now) else { return }
+        try await outbound.write(buffer)
+        session.restampLast(written.count, at: .now)
+    }
+
+    // MARK: After a connection
+
+    /// Settles the session's notifications by how it ended; returns what must be written on the next connection,
+    /// and how many of those had been written without an answer.
+    private func settle(_ session: BinarySession, end: End) -> ([QueuedNotification], Int) {
+        switch end {
+        case .errorResponse(let response):
+            let (resolution, pending) = session.resolve(response)
+            outcomes.sent(resolution.accepted)
+            var carry = resolution.resend
+            metrics.resent.increment(by: carry.count)
+            if let failed = resolution.failed {
+                handleFailure(failed, response: response, carry: &carry)
+            } else if response.status != .shutdown {
+                logger.warning("Gateway answered \(response) for a notification no longer in flight; resending \(carry.count)")
+            }
+            if response.status == .shutdown {
+                logger.info(
+                    "Gateway is shutting down (last accepted: \(response.identifier)); resending \(carry.count) on a new connection"
+                )
+            }
+            return ((carry + pending).sorted { $0.messageID < $1.messageID }, 0)
+        case .writerStopped:
+            return settle(session, end: .closed("the connection ended", refused: false))
+        case .closed(let reason, _):
+            let (window, pending) = session.takeAll()
+            metrics.resent.increment(by: window.count)
+            if !window.isEmpty {
+                logger.warning(
+                    "Connection lost (\(reason)); resending \(window.count) notifications that may have arrived (possible duplicates)"
+                )
+            } else {
+                logger.warning("Connection lost (\(reason))")
+            }
+            return ((window + pending).sorted { $0.messageID < $1.messageID }, window.count)
+        case .drained:
+            let (window, pending) = session.takeAll()
+            outcomes.sent(window)
+            return (pending, 0)
+        }
+    }
+
+    private func handleFailure(_ failed: QueuedNotification, response: BinaryErrorResponse, carry: inout [QueuedNotification]) {
+        let metadata: Logger.Metadata = ["push.message_id": "\(failed.messageID)", "apns.status": "\(response.status.rawValue)"]
+        switch response.status {
+        case .invalidToken:
+            logger.warning(
+                "Message \(failed.messageID) refused: invalid token \(DeviceToken.redacted(failed.deviceToken))",
+                metadata: metadata
+            )
+            outcomes.failed(failed, status: "8", reason: "invalid token", kind: "invalid_token", invalidTokenAt: Date())
+        case .processingError, .unknown:
+            if failed.retries < settings.maxRetries {
+                var retry = failed
+                retry.retries += 1
+                carry.insert(retry, at: 0)
+                logger.warning("Message \(failed.messageID): gateway status \(response.status); retry \(retry.retries)", metadata: metadata)
+            } else {
+                logger.error(
+                    "Message \(failed.messageID): gateway status \(response.status) after \(failed.retries) retries; giving up",
+                    metadata: metadata
+                )
+                outcomes.failed(
+                    failed,
+                    status: "\(response.status.rawValue)",
+                    reason: "\(response.status) after \(failed.retries) retries",
+                    kind: response.status.metricLabel
+                )
+            }
+        default:
+            logger.error("Message \(failed.messageID) refused: status \(response.status)", metadata: metadata)
+            outcomes.failed(
+                failed,
+                status: "\(response.status.rawValue)",
+                reason: response.status.description,
+                kind: response.status.metricLabel
+            )
+        }
+    }
+}
+
+extension BinaryErrorResponse.Status {
+    /// `invalid token` → `invalid_token`.
+    var metricLabel: String { String(name.map { $0 == " " ? "_" : $0 }) }
+}

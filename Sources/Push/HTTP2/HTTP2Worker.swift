@@ -1,0 +1,324 @@
+import APNs
+import Foundation
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHPACK
+import Observability
+import Settings
+import Storage
+import Support
+
+/// One kept-open HTTP/2 connection and the tasks that feed it: a claimer keeps rows claimed ahead, a writer sends
+/// each on its own stream (as many at once as the server allows, up to `push_window`), a reader records each answer;
+/// on GOAWAY or a dead connection, what went unanswered or was claimed ahead is sent on a new one. Reconnects forever
+/// with backoff; stops cleanly at graceful shutdown.
+struct HTTP2Worker: PushWorker {
+    let context: WorkerContext
+    let connector: HTTP2Connector
+    let topic: String
+    let tokens: ProviderTokenCache?
+    /// This worker's number (1…), the `connection` label of its metrics.
+    let index: Int
+    /// The service's logger, with `push.connection` when there are several.
+    let logger: Logger
+
+    func run() async {
+        var backoff = Backoff()
+        var carry: [QueuedNotification] = []
+        var attempts = 0
+        let inFlight = metrics.inFlight(connection: index)
+        while !shutdown.isRequested {
+            logger.info("Connecting to \(connector.endpoint) (HTTP/2)")
+            if attempts > 0 { metrics.reconnects.increment() }
+            attempts += 1
+            let session = HTTP2Session(carry: carry)
+            carry = []
+            do {
+                let (channel, handler, events) = try await connector.connect()
+                logger.info("Connection OK (HTTP/2)")
+                status.connectionOpened()
+                metrics.connected.increment()
+                // The reader runs until the connection's events end (every request is accounted for by then); the
+                // writer until the session closes, then it waits for the answers in flight and closes the connection.
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await read(events, session: session) }
+                    group.addTask { await write(session: session, channel: channel, handler: handler, inFlight: inFlight) }
+                    group.addTask { await claim(session: session) }
+                    await group.waitForAll()
+                }
+                metrics.connected.decrement()
+                status.connectionClosed()
+                inFlight.set(0)
+            } catch {
+                logger.error("Cannot connect to \(connector.endpoint): \(GatewayError.describe(error))")
+            }
+            let (unsent, answered) = session.state.withLockedValue { ($0.retry + $0.ready, $0.answered) }
+            carry = unsent.sorted { $0.messageID < $1.messageID }
+            if shutdown.isRequested { break }
+            if answered > 0 {
+                backoff.reset()
+                continue
+            }
+            await Reconnect.pause(&backoff, signal: signal, shutdown: shutdown, logger: logger)
+        }
+        Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
+    }
+
+    // MARK: Sending
+
+    private func write(
+        session: HTTP2Session,
+        channel: any Channel,
+        handler: NIOLoopBound<HTTP2ClientHandler>,
+        inFlight: Meter
+    ) async {
+        let authority = connector.authority
+        while session.state.withLockedValue({ $0.open }) {
+            let wakeGeneration = session.wake.generation
+            let queueGeneration = signal.generation
+            if shutdown.isRequested {
+                // Stop sending; what is claimed is given back after the answers in flight (below).
+                session.update { $0.open = false }
+                break
+            }
+            let (batch, count) = session.state.withLockedValue { state -> ([QueuedNotification], Int) in
+                // Send in batches of a quarter of the streams allowed (one event-loop hop each), retries first.
+                let free = max(0, state.limit - state.inFlight)
+                let refill = min(settings.batchSize, max(1, state.limit / 4))
+                guard free > 0, free >= refill || state.inFlight == 0 || !state.retry.isEmpty else { return ([], state.inFlight) }
+                var batch = Array(state.retry.prefix(free))
+                state.retry.removeFirst(batch.count)
+                let more = min(free - batch.count, state.ready.count)
+                batch += state.ready.prefix(more)
+                state.ready.removeFirst(more)
+                return (batch, state.inFlight)
+            }
+            inFlight.set(count)
+            if batch.isEmpty {
+                await QueueSignal.wait(for: [(session.wake, wakeGeneration), (signal, queueGeneration)], timeout: .seconds(1))
+                continue
+            }
+            let requests = prepare(batch)
+            guard !requests.isEmpty else { continue }
+            session.update { $0.inFlight += requests.count }
+            let taken = try? await handler.eventLoop.submit { handler.value.send(requests, authority: authority) }.get()
+            if taken != true {
+                session.update {
+                    $0.inFlight -= requests.count
+                    $0.retry += requests.map(\.notification)
+                    $0.open = false
+                }
+            }
+        }
+        // Closing: wait (bounded) for the answers to what is in flight, then hang up; what stays unanswered comes
+        // back through the reader.
+        let deadline = ContinuousClock.now + settings.requestTimeout + .seconds(1)
+        while ContinuousClock.now < deadline {
+            let generation = session.wake.generation
+            if session.state.withLockedValue({ $0.inFlight }) <= 0 { break }
+            await session.wake.wait(after: generation, timeout: .milliseconds(100))
+        }
+        inFlight.set(0)
+        try? await channel.close()
+    }
+
+    /// Keeps rows claimed ahead of the free streams (at least one window's worth), so sending never waits for
+    /// PostgreSQL: claims of `push_batch_size` rows run while earlier rows are on the wire.
+    private func claim(session: HTTP2Session) async {
+        var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
+        while !shutdown.isRequested {
+            let wakeGeneration = session.wake.generation
+            let closingGeneration = session.closing.generation
+            let queueGeneration = signal.generation
+            let (open, wanted) = session.state.withLockedValue { ($0.open, $0.ready.count < max($0.limit, settings.batchSize / 2)) }
+            guard open else { return }
+            if !wanted {
+                await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
+                continue
+            }
+            do {
+                let start = ContinuousClock.now
+                let claimed = try await queue.claim(limit: settings.batchSize)
+                metrics.claimDuration.record(duration: start.duration(to: .now))
+                databaseBackoff.reset()
+                if claimed.isEmpty {
+                    // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
+                    await QueueSignal.wait(for: [(signal, queueGeneration), (session.closing, closingGeneration)], timeout: pollInterval)
+                    continue
+                }
+                held.add(claimed.map(\.messageID))
+                session.update { $0.ready += claimed }
+            } catch {
+                if databaseBackoff.failures == 0 {
+                    logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
+                }
+                await QueueSignal.wait(
+                    for: [(signal, queueGeneration), (session.closing, closingGeneration)],
+                    timeout: databaseBackoff.next()
+                )
+            }
+        }
+    }
+
+    /// The requests for `batch`; rows that can never be sent on this path are failed at once.
+    private func prepare(_ batch: [QueuedNotification]) -> [HTTP2Request] {
+        let now = Date()
+        var token: (token: String, generation: Int)?
+        if let tokens {
+            do {
+                token = try tokens.current(now: now)
+            } catch {
+                logger.critical("Cannot sign a provider token: \(error); notifications stay queued")
+                outcomes.released(batch)
+                return []
+            }
+        }
+        var requests: [HTTP2Request] = []
+        requests.reserveCapacity(batch.count)
+        for notification in batch {
+            let request: HTTP2Notification
+            do {
+                request = try HTTP2Notification(
+                    notification,
+                    topic: topic,
+                    defaultPriority: Int(settings.priority),
+                    defaultExpiry: settings.expirySeconds,
+                    now: now
+                )
+            } catch {
+                logger.warning(
+                    "Message \(notification.messageID) can never be sent: \(error)",
+                    metadata: ["push.message_id": "\(notification.messageID)"]
+                )
+                outcomes.failed(notification, status: "invalid", reason: error.description, kind: "unencodable")
+                continue
+            }
+            var headers = HPACKHeaders([(":path", request.path)] + request.headers)
+            if let token { headers.add(name: "authorization", value: "bearer " + token.token) }
+            if logger.logLevel <= .debug {
+                logger.debug(
+                    "Sending message \(notification.messageID) to \(notification.deviceToken)",
+                    metadata: ["push.message_id": "\(notification.messageID)"]
+                )
+            }
+            requests.append(
+                HTTP2Request(
+                    notification: notification,
+                    headers: headers,
+                    body: ByteBuffer(string: notification.payload),
+                    tokenGeneration: token?.generation ?? 0
+                )
+            )
+        }
+        return requests
+    }
+
+    // MARK: Answers
+
+    private func read(_ events: AsyncStream<HTTP2Event>, session: HTTP2Session) async {
+        var authenticationLogged = false
+        for await event in events {
+            switch event {
+            case .answered(let answers):
+                session.update {
+                    $0.inFlight -= answers.count
+                    $0.answered += answers.count
+                }
+                var sent: [QueuedNotification] = []
+                sent.reserveCapacity(answers.count)
+                let now = Date()
+                for answer in answers {
+                    handle(answer, now: now, sent: &sent, session: session, authenticationLogged: &authenticationLogged)
+                }
+                outcomes.sent(sent)
+            case .unanswered(let requests, let reason):
+                logger.warning("\(requests.count) notifications unanswered (\(reason)); sending them again")
+                metrics.resent.increment(by: requests.count)
+                session.update {
+                    $0.inFlight -= requests.count
+                    $0.retry += requests.map(\.notification)
+                }
+            case .maxStreams(let value):
+                let limit = max(1, min(value, settings.window))
+                session.update { $0.limit = limit }
+                logger.debug("The server allows \(value) concurrent streams; sending up to \(limit) at once")
+            case .goingAway:
+                // Streams up to the GOAWAY's last id are still answered; the writer waits for them, then hangs up.
+                logger.info("The server sent GOAWAY; reconnecting")
+                session.update { $0.open = false }
+            case .closed(let reason):
+                let (answered, open) = session.update { state -> (Int, Bool) in
+                    defer { state.open = false }
+                    return (state.answered, state.open)
+                }
+                if answered == 0 {
+                    logger.error("Connection to \(connector.endpoint) failed: \(reason)")
+                } else if open {
+                    logger.warning("Connection lost (\(reason))")
+                }
+            }
+        }
+    }
+
+    /// Acts on one answer; rows APNs accepted are added to `sent` (recorded together by the caller).
+    private func handle(
+        _ answer: HTTP2Answer,
+        now: Date,
+        sent: inout [QueuedNotification],
+        session: HTTP2Session,
+        authenticationLogged: inout Bool
+    ) {
+        let (request, result) = (answer.request, answer.result)
+        let notification = request.notification
+        let metadata: Logger.Metadata = ["push.message_id": "\(notification.messageID)", "apns.status": "\(result.status)"]
+        let reason = result.reason ?? "HTTP \(result.status)"
+        switch result.verdict(now: now) {
+        case .sent:
+            sent.append(notification)
+            tokens?.accepted(generation: request.tokenGeneration)
+        case .failed(let invalidTokenAt):
+            if invalidTokenAt != nil {
+                logger.warning(
+                    "Message \(notification.messageID) refused: \(result.statusText) for token \(DeviceToken.redacted(notification.deviceToken))",
+                    metadata: metadata
+                )
+            } else {
+                logger.error("Message \(notification.messageID) refused: \(result.statusText)", metadata: metadata)
+            }
+            outcomes.failed(
+                notification,
+                status: "\(result.status)",
+                reason: reason,
+                kind: reason,
+                invalidTokenAt: invalidTokenAt,
+                source: "http2 \(result.statusText)"
+            )
+        case .retryLater:
+            let delay: Duration = result.status == 429 ? .seconds(5) : .seconds(2)
+            logger.warning(
+                "Message \(notification.messageID): \(result.statusText); trying again in \(delay.formatted)",
+                metadata: metadata
+            )
+            outcomes.deferred(notification, delay: delay, status: "\(result.status)", reason: reason)
+        case .expiredToken:
+            if (try? tokens?.expired(generation: request.tokenGeneration)) == true {
+                logger.notice("APNs called the provider token expired; made a new one and sending again", metadata: metadata)
+                session.update { $0.retry.append(notification) }
+            } else {
+                logger.critical("APNs refuses even a fresh provider token (ExpiredProviderToken): is the clock right?", metadata: metadata)
+                outcomes.deferred(notification, delay: .seconds(60), status: "403", reason: reason)
+            }
+        case .authenticationFailed:
+            if !authenticationLogged {
+                authenticationLogged = true
+                logger.critical(
+                    "APNs refused our credentials: \(result.statusText). Check PUSHCHAT_APNS_KEY_ID, _TEAM_ID, _KEY_FILE or the certificate; notifications stay queued",
+                    metadata: metadata
+                )
+            }
+            outcomes.deferred(notification, delay: .seconds(60), status: "403", reason: reason)
+        }
+    }
+}

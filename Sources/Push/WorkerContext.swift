@@ -1,0 +1,18 @@
+import Logging
+import Settings
+import Storage
+
+/// What every worker (binary or HTTP/2) shares with the others and the service: the queue, where results go, the
+/// rows held under lease, the wake-up and shutdown signals, the figures and the readiness status.
+struct WorkerContext: Sendable {
+    let settings: PushSettings
+    let pollInterval: Duration
+    let queue: PushQueue
+    let outcomes: Outcomes
+    let held: HeldRows
+    let signal: QueueSignal
+    let shutdown: ShutdownFlag
+    let metrics: PushMetrics
+    let status: PushStatus
+    let logger: Logger
+}

@@ -1,0 +1,102 @@
+import Observability
+import Support
+
+/// Where and how the push daemon and the feedback job reach APNs (or the local simulator).
+public struct APNsSettings: Sendable {
+    /// The binary gateway. Default: Apple's sandbox in development, production otherwise.
+    public var gateway: Endpoint
+    /// The binary feedback service. Default: Apple's sandbox in development, production otherwise.
+    public var feedback: Endpoint
+    /// The provider identity: PEM with certificate and key (the tutorial's `ck.pem`) or `.p12`.
+    public var certificate: String?
+    /// The passphrase of the identity's key, if it is encrypted.
+    public var passphrase: Secret?
+    /// Extra trusted roots (PEM), so the daemons trust the simulator; Apple's roots otherwise.
+    public var caFile: String?
+    /// Which APNs interface the push daemon speaks (`apns_transport`). Default: `http2` in production (Apple's only
+    /// interface since 2021), `binary` in development (the tutorial's; the simulator speaks both).
+    public var transport: APNsTransport
+    /// The HTTP/2 API (`apns_host`). Default: `api.sandbox.push.apple.com:443` in development, `api.push.apple.com:443`.
+    public var host: Endpoint
+    /// Token authentication: the `.p8` signing key, its key id and the team id. Without a key file the daemon
+    /// authenticates with the certificate.
+    public var keyFile: String?
+    public var keyID: String?
+    public var teamID: String?
+    /// The app's bundle id (`apns-topic`).
+    public var topic: String?
+
+    public init(mode: Mode) {
+        switch mode {
+        case .development:
+            gateway = Endpoint(host: "gateway.sandbox.push.apple.com", port: 2195)
+            feedback = Endpoint(host: "feedback.sandbox.push.apple.com", port: 2196)
+            host = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
+            transport = .binary
+        case .production:
+            gateway = Endpoint(host: "gateway.push.apple.com", port: 2195)
+            feedback = Endpoint(host: "feedback.push.apple.com", port: 2196)
+            host = Endpoint(host: "api.push.apple.com", port: 443)
+            transport = .http2
+        }
+    }
+
+    /// Reads the `apns_*` settings.
+    init(source: ConfigurationSource) throws(ConfigurationError) {
+        self.init(mode: source.mode)
+        if let text = source.value(.apnsGateway) {
+            guard let endpoint = Endpoint(parsing: text) else { throw Self.invalidEndpoint(.apnsGateway, source, text) }
+            gateway = endpoint
+        }
+        if let text = source.value(.apnsFeedback) {
+            guard let endpoint = Endpoint(parsing: text) else { throw Self.invalidEndpoint(.apnsFeedback, source, text) }
+            feedback = endpoint
+        }
+        certificate = source.value(.apnsCertificate).flatMap { $0.isEmpty ? nil : $0 }
+        passphrase = source.value(.apnsPassphrase).map(Secret.init)
+        caFile = source.value(.apnsCAFile).flatMap { $0.isEmpty ? nil : $0 }
+        if let text = source.value(.apnsTransport) {
+            guard let value = APNsTransport(rawValue: text.lowercased()) else {
+                throw ConfigurationError(
+                    code: .invalidValue,
+                    key: source.origin(of: .apnsTransport),
+                    reason: "expected binary or http2, got '\(text)'"
+                )
+            }
+            transport = value
+        }
+        if let text = source.value(.apnsHost) {
+            guard let endpoint = Endpoint(parsing: text) else { throw Self.invalidEndpoint(.apnsHost, source, text) }
+            host = endpoint
+        }
+        func nonEmpty(_ key: ConfigurationKey) -> String? { source.value(key).flatMap { $0.isEmpty ? nil : $0 } }
+        keyFile = nonEmpty(.apnsKeyFile)
+        keyID = nonEmpty(.apnsKeyID)
+        teamID = nonEmpty(.apnsTeamID)
+        topic = nonEmpty(.apnsTopic)
+    }
+
+    /// The certificate path, or an error naming the key when none is configured.
+    public func requireCertificate() throws(ConfigurationError) -> String {
+        guard let certificate else {
+            throw ConfigurationError(
+                code: .missingValue,
+                key: ConfigurationKey.apnsCertificate.environmentName,
+                reason: "not set: the provider certificate (PEM with certificate and key, or .p12) is needed to reach APNs"
+            )
+        }
+        return certificate
+    }
+
+    private static func invalidEndpoint(_ key: ConfigurationKey, _ source: ConfigurationSource, _ text: String) -> ConfigurationError {
+        ConfigurationError(code: .invalidValue, key: source.origin(of: key), reason: "expected host:port, got '\(text)'")
+    }
+}
+
+/// The APNs interface the push daemon speaks.
+public enum APNsTransport: String, Sendable {
+    /// The legacy binary interface (command 2 frames on port 2195).
+    case binary
+    /// The HTTP/2 provider API.
+    case http2
+}

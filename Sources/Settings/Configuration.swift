@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+import Observability
+import Support
+
+/// Settings shared by the PushChat processes, read from the mode's section of `config/pushchat.json` and
+/// `PUSHCHAT_*` environment variables (see ``ConfigurationKey``).
+public struct Configuration: Sendable {
+    /// Development or production.
+    public var mode: Mode
+    /// The PostgreSQL database holding `active_users`, `push_queue` and `messages`. Required.
+    public var databaseURL: DatabaseURL
+    /// The address the API server listens on. Default `0.0.0.0` (every interface, as the tutorial's Apache did).
+    public var apiHost: String
+    /// The API server's port. Default 44447, the tutorial's.
+    public var apiPort: Int
+    /// The log file; `nil` means the process's default (`log/<process>_<mode>.log`), an empty value or `-`
+    /// logs to standard output only.
+    public var logFile: String?
+    /// The lowest level logged. Default `info`.
+    public var logLevel: Logger.Level
+    /// Human-readable lines (`text`, the default) or one JSON object per line (`json`).
+    public var logFormat: LogFormat = .text
+    /// How often the push daemon polls the queue besides waking on NOTIFY. Default 5 seconds.
+    public var pollInterval: Duration
+    /// The folder holding the numbered `*.sql` migrations. Default `migrations` (relative to the working directory).
+    public var migrationsDirectory: String
+    /// Abuse limits of the API.
+    public var limits = APILimits()
+    /// How to reach APNs (or the simulator).
+    public var apns: APNsSettings
+    /// How the push daemon drains the queue.
+    public var push = PushSettings()
+
+    public init(
+        mode: Mode,
+        databaseURL: DatabaseURL,
+        apiHost: String = "0.0.0.0",
+        apiPort: Int = 44447,
+        logFile: String? = nil,
+        logLevel: Logger.Level = .info,
+        pollInterval: Duration = .seconds(5),
+        migrationsDirectory: String = "migrations"
+    ) {
+        self.mode = mode
+        self.databaseURL = databaseURL
+        self.apiHost = apiHost
+        self.apiPort = apiPort
+        self.logFile = logFile
+        self.logLevel = logLevel
+        self.pollInterval = pollInterval
+        self.migrationsDirectory = migrationsDirectory
+        self.apns = APNsSettings(mode: mode)
+    }
+
+    /// Reads and validates every setting; the first bad one throws an error naming its key.
+    public init(source: ConfigurationSource) throws(ConfigurationError) {
+        guard let url = source.value(.databaseURL), !url.isEmpty else {
+            let file = source.filePath ?? ConfigurationSource.defaultPath
+            throw ConfigurationError(
+                code: .missingValue,
+                key: ConfigurationKey.databaseURL.environmentName,
+                reason: "not set: set it in the environment or as '\(ConfigurationKey.databaseURL.fileKey)' "
+                    + "in the '\(source.mode.rawValue)' section of \(file)"
+            )
+        }
+        self.init(mode: source.mode, databaseURL: try DatabaseURL(parsing: url, key: source.origin(of: .databaseURL)))
+        if let host = source.value(.apiHost) {
+            guard !host.isEmpty, !host.contains(where: \.isWhitespace) else {
+                throw Self.invalid(.apiHost, source, "expected a host name or IP address")
+            }
+            apiHost = host
+        }
+        if let port = source.value(.apiPort) {
+            guard let value = Int(port), (0...65535).contains(value) else {
+                throw Self.invalid(.apiPort, source, "expected a port number from 0 to 65535, got '\(port)'")
+            }
+            apiPort = value
+        }
+        if let file = source.value(.logFile) {
+            logFile = file
+        }
+        if let level = source.value(.logLevel) {
+            guard let value = Logger.Level(rawValue: level.lowercased()) else {
+                let names = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+                throw Self.invalid(.logLevel, source, "expected one of \(names), got '\(level)'")
+            }
+            logLevel = value
+        }
+        if let format = source.value(.logFormat) {
+            guard let value = LogFormat(rawValue: format.lowercased()) else {
+                throw Self.invalid(.logFormat, source, "expected text or json, got '\(format)'")
+            }
+            logFormat = value
+        }
+        if let interval = source.value(.pollInterval) {
+            guard let value = Self.parseDuration(interval), value > .zero else {
+                throw Self.invalid(.pollInterval, source, "expected a positive number of seconds (e.g. 5, 0.5, 500ms), got '\(interval)'")
+            }
+            pollInterval = value
+        }
+        if let directory = source.value(.migrationsDirectory) {
+            guard !directory.isEmpty else { throw Self.invalid(.migrationsDirectory, source, "must not be empty") }
+            migrationsDirectory = directory
+        }
+        apns = try APNsSettings(source: source)
+        push = try PushSettings(source: source)
+        limits = try APILimits(source: source)
+    }
+
+    /// Loads the configuration for `mode` from `path` (or the default file) and `environment`.
+    public static func load(
+        mode: Mode,
+        path: String?,
+        environment: [String: String]
+    ) throws(ConfigurationError) -> Configuration {
+        try Configuration(source: ConfigurationSource.load(mode: mode, path: path, environment: environment))
+    }
+
+    /// The log file path, or `nil` for standard output only.
+    public func logFilePath(process: String) -> String? {
+        guard let logFile else { return "log/\(process)_\(mode.rawValue).log" }
+        return logFile.isEmpty || logFile == "-" ? nil : logFile
+    }
+
+    /// Parses `5`, `0.5`, `5s`, `500ms`, `2m`, `3h` or `7d`.
+    public static func parseDuration(_ text: String) -> Duration? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let units: [(suffix: String, scale: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
+        for unit in units where trimmed.hasSuffix(unit.suffix) {
+            guard let number = Double(trimmed.dropLast(unit.suffix.count)), number.isFinite else { return nil }
+            return .milliseconds(Int64((number * unit.scale * 1000).rounded()))
+        }
+        guard let seconds = Double(trimmed), seconds.isFinite else { return nil }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
+    static func invalid(_ key: ConfigurationKey, _ source: ConfigurationSource, _ reason: String) -> ConfigurationError {
+        ConfigurationError(code: .invalidValue, key: source.origin(of: key), reason: reason)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import NIOSSL
+import Observability
+import Support
+
+/// A parsed `postgres://user:password@host:port/database` URL.
+///
+/// Query parameters, with libpq's meaning:
+/// - `sslmode`: `disable` (plain TCP); `allow` and `prefer` (the default) use TLS when the server offers it, and
+///   `require` insists on it, all three without verifying the server's certificate (a stock Debian PostgreSQL has
+///   `ssl = on` with a self-signed "snakeoil" certificate); `verify-ca` verifies the chain, and `verify-full` also
+///   the host name, against `sslrootcert`.
+/// - `sslrootcert`: a PEM file of trusted roots for `verify-ca`/`verify-full`; without it (or with `system`) the
+///   system's roots.
+/// - `host`: a directory holding PostgreSQL's Unix socket, which then replaces the TCP host.
+public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
+    public enum TLSMode: String, Sendable, CaseIterable {
+        case disable, allow, prefer, require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+
+        /// Whether the server's certificate is checked against trusted roots.
+        public var verifiesCertificate: Bool { self == .verifyCA || self == .verifyFull }
+    }
+
+    public var host: String
+    public var port: Int
+    public var username: String
+    public var password: String?
+    public var database: String
+    public var tlsMode: TLSMode
+    /// Trusted roots for `verify-ca`/`verify-full` (`sslrootcert`); nil: the system's.
+    public var rootCertificateFile: String?
+    /// The Unix-socket directory, when the URL names one.
+    public var socketDirectory: String?
+
+    /// Parses `text`; the error names `key` and never repeats the password.
+    public init(parsing text: String, key: String = ConfigurationKey.databaseURL.environmentName) throws(ConfigurationError) {
+        func invalid(_ reason: String) -> ConfigurationError {
+            ConfigurationError(code: .invalidValue, key: key, reason: reason + " (expected postgres://user:password@host:port/database)")
+        }
+        guard let components = URLComponents(string: text) else { throw invalid("not a URL") }
+        guard let scheme = components.scheme?.lowercased(), scheme == "postgres" || scheme == "postgresql" else {
+            throw invalid("the scheme must be postgres://")
+        }
+        guard let user = components.user, !user.isEmpty else { throw invalid("no user name") }
+        var database = components.path
+        if database.hasPrefix("/") { database.removeFirst() }
+        database = database.removingPercentEncoding ?? database
+        var socketDirectory: String?
+        var tlsMode = TLSMode.prefer
+        var rootCertificateFile: String?
+        for item in components.queryItems ?? [] {
+            switch item.name {
+            case "sslmode":
+                guard let value = item.value, let mode = TLSMode(rawValue: value) else {
+                    throw invalid("sslmode must be one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                tlsMode = mode
+            case "sslrootcert":
+                guard let value = item.value, !value.isEmpty else { throw invalid("sslrootcert needs a file") }
+                if value != "system" {
+                    guard FileManager.default.isReadableFile(atPath: value) else {
+                        throw invalid("sslrootcert: cannot read '\(value)'")
+                    }
+                    rootCertificateFile = value
+                }
+            case "host":
+                socketDirectory = item.value
+            default:
+                throw invalid("unknown parameter '\(item.name)'")
+            }
+        }
+        let host = components.host ?? ""
+        guard !host.isEmpty || socketDirectory != nil else { throw invalid("no host") }
+        let port = components.port ?? 5432
+        guard (1...65535).contains(port) else { throw invalid("port out of range") }
+        self.host = host
+        self.port = port
+        self.username = user
+        self.password = components.password
+        self.database = database.isEmpty ? user : database
+        self.tlsMode = tlsMode
+        self.rootCertificateFile = rootCertificateFile
+        self.socketDirectory = socketDirectory
+    }
+
+    /// The same server and credentials with another database name (tests and tools create databases).
+    public func with(database: String) -> DatabaseURL {
+        var copy = self
+        copy.database = database
+        return copy
+    }
+
+    /// The URL with the password replaced by `***`, safe for logs.
+    public var description: String {
+        let credentials = password == nil ? username : "\(username):***"
+        let location = socketDirectory.map { "\(host)?host=\($0)" } ?? "\(host):\(port)"
+        return "postgres://\(credentials)@\(location)/\(database)"
+    }
+
+    /// The URL as text, password included (for child processes and psql).
+    public var connectionString: String {
+        var components = URLComponents()
+        components.scheme = "postgres"
+        components.user = username
+        components.password = password
+        components.host = host
+        components.port = port
+        components.path = "/" + database
+        var items = [URLQueryItem(name: "sslmode", value: tlsMode.rawValue)]
+        if let rootCertificateFile { items.append(URLQueryItem(name: "sslrootcert", value: rootCertificateFile)) }
+        if let socketDirectory { items.append(URLQueryItem(name: "host", value: socketDirectory)) }
+        components.queryItems = items
+        return components.string ?? ""
+    }
+
+    /// The TLS client configuration `sslmode` asks for (libpq's meaning), nil for `disable`.
+    public var tlsConfiguration: TLSConfiguration? {
+        guard tlsMode != .disable else { return nil }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch tlsMode {
+        case .disable, .allow, .prefer, .require: tls.certificateVerification = .none
+        case .verifyCA: tls.certificateVerification = .noHostnameVerification
+        case .verifyFull: tls.certificateVerification = .fullVerification
+        }
+        if let rootCertificateFile { tls.trustRoots = .file(rootCertificateFile) }
+        return tls
+    }
+}

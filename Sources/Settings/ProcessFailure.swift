@@ -1,0 +1,21 @@
+import ArgumentParser
+import Foundation
+import Observability
+import Support
+
+/// Turns the errors a PushChat executable expects into one clear line on standard error and a non-zero exit,
+/// instead of a usage dump or a crash.
+public enum ProcessFailure {
+    public static func report<T>(program: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as any PushChatError {
+            printError(program, error.description)
+            throw ExitCode(error.exitStatus)
+        }
+    }
+
+    public static func printError(_ program: String, _ message: String) {
+        FileHandle.standardError.write(Data("\(program): \(message)\n".utf8))
+    }
+}

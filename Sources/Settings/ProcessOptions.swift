@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Observability
+import Support
+
+/// The arguments every PushChat executable takes: the tutorial's positional mode and `--config`.
+public struct ProcessOptions: ParsableArguments, Sendable {
+    @Argument(help: "development or production (default: $APPLICATION_ENV, else production)")
+    public var mode: Mode?
+
+    @Option(name: .long, help: "Configuration file (default: config/pushchat.json, when present)")
+    public var config: String?
+
+    public init() {}
+
+    /// The configuration and a logger writing to standard output and the process's log file
+    /// (`log/<process>_<mode>.log` unless configured): what every executable does first.
+    public func start(process: String, label: String) throws(ConfigurationError) -> (Configuration, Logger) {
+        let configuration = try configuration()
+        let logger = try LogSetup.bootstrap(
+            label: label,
+            level: configuration.logLevel,
+            file: configuration.logFilePath(process: process),
+            format: configuration.logFormat
+        )
+        return (configuration, logger)
+    }
+
+    /// The resolved configuration; a bad setting throws an error naming its key.
+    public func configuration(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) -> Configuration {
+        let mode = try Mode.resolve(argument: mode, environment: environment)
+        return try Configuration.load(mode: mode, path: config, environment: environment)
+    }
+}

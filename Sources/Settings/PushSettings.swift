@@ -1,0 +1,87 @@
+import Observability
+import Support
+
+/// The push daemon's tuning: connections, defaults for notifications, batch and window sizes, leases.
+public struct PushSettings: Sendable {
+    /// Connections to the gateway that share the work (`apns_connections`). Default 1.
+    public var connections = 1
+    /// Seconds APNs keeps trying to deliver a notification whose row sets no expiration (`apns_expiry`);
+    /// 0 = deliver once, do not store. Default one day.
+    public var expirySeconds: UInt32 = 86_400
+    /// Priority for rows that set none (`apns_priority`): 10 now, 5 power-considerate. Default 10.
+    public var priority: UInt8 = 10
+    /// Rows claimed per statement (`push_batch_size`). Default 2000.
+    public var batchSize = 2000
+    /// Notifications in flight per connection, not yet known accepted (`push_window`); bounds memory (about 200 bytes
+    /// each). With the settle time it caps one connection's rate: window / settle per second. Default 50000.
+    public var window = 50_000
+    /// How long a claim keeps other daemons off a row (`push_lease`); renewed while in flight. Default 30 s.
+    /// Rows claimed by a daemon that died are sent again after at most this long.
+    public var lease: Duration = .seconds(30)
+    /// How long a written notification waits for an error response before it counts as accepted (`push_settle`).
+    /// Default 0.5 s.
+    public var settle: Duration = .milliseconds(500)
+    /// Resends after a processing error (status 1 or 255) before a row is failed (`push_max_retries`). Default 3.
+    public var maxRetries = 3
+    /// Where the daemon serves `/healthz`, `/readyz` and `/metrics` (`push_status_host`). Default 127.0.0.1:
+    /// loopback only.
+    public var statusHost = "127.0.0.1"
+    /// The status listener's port (`push_status_port`; 0: any free port). Default 44448.
+    public var statusPort = 44448
+    /// HTTP/2: how long one request may wait for its answer before it is cancelled and resent
+    /// (`push_request_timeout`). Default 10 s.
+    public var requestTimeout: Duration = .seconds(10)
+
+    public init() {}
+
+    init(source: ConfigurationSource) throws(ConfigurationError) {
+        connections = try Self.integer(.apnsConnections, source, in: 1...64) ?? connections
+        expirySeconds = try Self.integer(.apnsExpiry, source, in: 0...Int(UInt32.max)).map(UInt32.init) ?? expirySeconds
+        if let value = try Self.integer(.apnsPriority, source, in: 5...10) {
+            guard value == 5 || value == 10 else {
+                throw Configuration.invalid(.apnsPriority, source, "expected 10 (now) or 5 (power-considerate), got \(value)")
+            }
+            priority = UInt8(value)
+        }
+        batchSize = try Self.integer(.pushBatchSize, source, in: 1...50_000) ?? batchSize
+        window = try Self.integer(.pushWindow, source, in: 1...1_000_000) ?? window
+        lease = try Self.duration(.pushLease, source) ?? lease
+        settle = try Self.duration(.pushSettle, source) ?? settle
+        maxRetries = try Self.integer(.pushMaxRetries, source, in: 0...100) ?? maxRetries
+        if let host = source.value(.pushStatusHost) {
+            guard !host.isEmpty, !host.contains(where: \.isWhitespace) else {
+                throw Configuration.invalid(.pushStatusHost, source, "expected a host name or IP address")
+            }
+            statusHost = host
+        }
+        statusPort = try Self.integer(.pushStatusPort, source, in: 0...65535) ?? statusPort
+        requestTimeout = try Self.duration(.pushRequestTimeout, source) ?? requestTimeout
+        guard lease > settle * 4 else {
+            throw Configuration.invalid(.pushLease, source, "must be well above push_settle (at least 4 times)")
+        }
+    }
+
+    private static func integer(
+        _ key: ConfigurationKey,
+        _ source: ConfigurationSource,
+        in range: ClosedRange<Int>
+    ) throws(ConfigurationError) -> Int? {
+        guard let text = source.value(key) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw Configuration.invalid(
+                key,
+                source,
+                "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'"
+            )
+        }
+        return value
+    }
+
+    private static func duration(_ key: ConfigurationKey, _ source: ConfigurationSource) throws(ConfigurationError) -> Duration? {
+        guard let text = source.value(key) else { return nil }
+        guard let value = Configuration.parseDuration(text), value > .zero else {
+            throw Configuration.invalid(key, source, "expected a positive number of seconds (e.g. 30, 0.5, 500ms), got '\(text)'")
+        }
+        return value
+    }
+}

@@ -1,0 +1,84 @@
+import APNs
+import PostgresNIO
+import Settings
+import Support
+
+/// The API's hot statements, prepared once per connection so PostgreSQL does not plan them on every request
+/// (planning was half of a `message`'s cost in the database).
+enum ChatStatements {
+    /// `join`: register the device, replacing any earlier registration of the udid.
+    struct Join: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO active_users AS u (udid, device_token, nickname, alert_name, secret_code, ip_address)
+            SELECT $1, $2, $3, $4, $5, $6::inet
+            WHERE $7 = 0 OR (SELECT count(*) FROM active_users WHERE secret_code = $5 AND udid <> $1) < $7
+            ON CONFLICT (udid) DO UPDATE SET
+                device_token = EXCLUDED.device_token, nickname = EXCLUDED.nickname, alert_name = EXCLUDED.alert_name,
+                secret_code = EXCLUDED.secret_code, ip_address = EXCLUDED.ip_address,
+                joined_at = now(), token_updated_at = now()
+            RETURNING 1
+            """
+        /// A row when the device joined; none when the room is full.
+        typealias Row = Int32
+
+        let udid: String
+        let token: String
+        let name: String
+        let code: String
+        let ipAddress: String?
+        /// Most devices in the room, 0 for no limit.
+        let maxRoomSize: Int
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 7)
+            bindings.append(udid)
+            bindings.append(token)
+            bindings.append(name)
+            bindings.append(PushPayload.alertName(name))
+            bindings.append(code)
+            if let ipAddress { bindings.append(ipAddress) } else { bindings.appendNull() }
+            bindings.append(Int64(maxRoomSize))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
+    }
+
+    /// `message`: store it and queue the payload for every other member with a token, in one statement.
+    /// Returns the message id (nil when the sender is in no room), the rows queued, and the sender's nickname when
+    /// the row predates `alert_name` (nothing was written then).
+    struct Message: PostgresPreparedStatement {
+        static let sql = """
+            WITH sender AS (
+                SELECT nickname, alert_name, secret_code, device_token FROM active_users WHERE udid = $1
+            ), stored AS (
+                INSERT INTO messages (secret_code, sender_udid, sender_name, text)
+                SELECT secret_code, $1, nickname, $2 FROM sender WHERE alert_name IS NOT NULL
+                RETURNING id
+            ), queued AS (
+                INSERT INTO push_queue (device_token, payload)
+                SELECT DISTINCT u.device_token, $3 || s.alert_name || ': ' || $4 || $5
+                FROM active_users u JOIN sender s ON u.secret_code = s.secret_code
+                WHERE s.alert_name IS NOT NULL AND u.udid <> $1 AND u.device_token <> '0' AND u.device_token <> s.device_token
+                RETURNING 1
+            )
+            SELECT (SELECT id FROM stored), (SELECT count(*) FROM queued), (SELECT nickname FROM sender WHERE alert_name IS NULL)
+            """
+        typealias Row = (Int64?, Int64, String?)
+
+        let udid: String
+        let text: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 5)
+            bindings.append(udid)
+            bindings.append(text)
+            bindings.append(PushPayload.prefix)
+            bindings.append(PushPayload.alertText(text))
+            bindings.append(PushPayload.suffix)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+}

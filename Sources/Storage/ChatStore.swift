@@ -1,0 +1,117 @@
+import APNs
+import Foundation
+import Logging
+import PostgresNIO
+import Settings
+import Support
+
+/// The API's reads and writes: `active_users`, `messages` and the fan-out into `push_queue`.
+public struct ChatStore: Sendable {
+    /// A stored chat message, as `fetch` returns it.
+    public struct StoredMessage: Sendable, Equatable {
+        public let id: Int64
+        public let name: String
+        public let text: String
+        public let createdAt: Date
+    }
+
+    /// What `message` did.
+    public struct MessageResult: Sendable, Equatable {
+        /// The stored message's id; `nil` when the sender is not in a room (nothing was written).
+        public let messageID: Int64?
+        /// How many notifications were queued.
+        public let queued: Int
+    }
+
+    /// Most messages one `fetch` returns.
+    public static let fetchLimit = 200
+
+    let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Registers the device in a room, replacing any earlier registration of the same udid.
+    /// Returns false, writing nothing, when the room already holds `maxRoomSize` other devices (0: no limit).
+    @discardableResult
+    public func join(udid: String, token: String, name: String, code: String, ipAddress: String?, maxRoomSize: Int = 0) async throws -> Bool
+    {
+        let statement = ChatStatements.Join(
+            udid: udid,
+            token: token,
+            name: name,
+            code: code,
+            ipAddress: ipAddress,
+            maxRoomSize: maxRoomSize
+        )
+        var joined = false
+        for try await _ in try await client.execute(statement, logger: logger) { joined = true }
+        return joined
+    }
+
+    /// Removes the device; returns whether it was registered.
+    @discardableResult
+    public func leave(udid: String) async throws -> Bool {
+        let rows = try await client.query("DELETE FROM active_users WHERE udid = \(udid) RETURNING 1", logger: logger)
+        return try await rows.collect().count > 0
+    }
+
+    /// Stores a new token for the device, stamping `token_updated_at`; returns whether it was registered.
+    @discardableResult
+    public func update(udid: String, token: String) async throws -> Bool {
+        let rows = try await client.query(
+            "UPDATE active_users SET device_token = \(token), token_updated_at = now() WHERE udid = \(udid) RETURNING 1",
+            logger: logger
+        )
+        return try await rows.collect().count > 0
+    }
+
+    /// Stores the message and queues one notification per other member of the sender's room that has a token
+    /// (each token once, never the sender's), in one statement.
+    public func message(udid: String, text: String) async throws -> MessageResult {
+        for _ in 0..<2 {
+            let rows = try await client.execute(ChatStatements.Message(udid: udid, text: text), logger: logger)
+            var result = MessageResult(messageID: nil, queued: 0)
+            var legacyName: String?
+            for try await (id, queued, name) in rows {
+                result = MessageResult(messageID: id, queued: Int(queued))
+                legacyName = name
+            }
+            guard let legacyName else { return result }
+            // Joined before `alert_name` existed: fill it in once, then queue.
+            try await client.query(
+                "UPDATE active_users SET alert_name = \(PushPayload.alertName(legacyName)) WHERE udid = \(udid) AND alert_name IS NULL",
+                logger: logger
+            )
+        }
+        return MessageResult(messageID: nil, queued: 0)
+    }
+
+    /// The sender's room's messages with an id greater than `since`, oldest first, at most ``fetchLimit``;
+    /// empty when the device is not in a room.
+    public func fetch(udid: String, since: Int64) async throws -> [StoredMessage] {
+        let rows = try await client.query(
+            """
+            SELECT m.id, m.sender_name, m.text, m.created_at FROM messages m
+            WHERE m.secret_code = (SELECT secret_code FROM active_users WHERE udid = \(udid)) AND m.id > \(since)
+            ORDER BY m.id LIMIT \(Self.fetchLimit)
+            """,
+            logger: logger
+        )
+        var messages: [StoredMessage] = []
+        for try await (id, name, text, createdAt) in rows.decode((Int64, String, String, Date).self) {
+            messages.append(StoredMessage(id: id, name: name, text: text, createdAt: createdAt))
+        }
+        return messages
+    }
+
+    /// The number of registered devices (the database check page).
+    public func userCount() async throws -> Int {
+        let rows = try await client.query("SELECT count(*) FROM active_users", logger: logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
+    }
+}

@@ -1,0 +1,100 @@
+import APNs
+import Foundation
+import Logging
+import PostgresNIO
+import Settings
+import Support
+
+/// Deletes users whose tokens APNs reported gone, following Apple's rule: only if the token was last registered
+/// before the report. One statement (one transaction) per batch.
+public struct FeedbackStore: Sendable {
+    public static let batchSize = 10_000
+
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// `invalid_tokens.source` of a feedback-service tuple.
+    public static let feedbackSource = "feedback service"
+
+    /// What handling the pending reports did, for one source.
+    public struct Counts: Sendable, Equatable {
+        /// Reports handled.
+        public var processed = 0
+        /// Users deleted.
+        public var deleted = 0
+        /// Users kept because they registered the token again after the report.
+        public var kept = 0
+    }
+
+    /// Stores feedback tuples as pending reports in `invalid_tokens` (one statement per batch; the newest report of
+    /// a token wins and is handled again), so that they survive a database failure after the service sent them.
+    public func record(_ tuples: [FeedbackTuple]) async throws {
+        var start = 0
+        while start < tuples.count {
+            let batch = tuples[start..<min(start + Self.batchSize, tuples.count)]
+            let tokens = batch.map(\.tokenHex)
+            let times = batch.map { Date(timeIntervalSince1970: TimeInterval($0.timestamp)) }
+            try await client.query(
+                """
+                INSERT INTO invalid_tokens (device_token, reported_at, source)
+                SELECT lower(t), max(r), \(Self.feedbackSource) FROM unnest(\(tokens)::text[], \(times)::timestamptz[]) AS x(t, r)
+                GROUP BY lower(t)
+                ON CONFLICT (device_token) DO UPDATE SET
+                    reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
+                    source = EXCLUDED.source, processed_at = NULL
+                """,
+                logger: logger
+            )
+            start += Self.batchSize
+        }
+    }
+
+    /// Handles the pending reports (feedback tuples and the push daemon's invalid tokens) by Apple's rule: a user is
+    /// deleted only if the token was last registered before the report. Marks them processed; one statement per batch.
+    public func applyInvalidTokens() async throws -> (feedback: Counts, daemon: Counts) {
+        var feedback = Counts()
+        var daemon = Counts()
+        while true {
+            let rows = try await client.query(
+                """
+                WITH pending AS (
+                    SELECT device_token, reported_at, source = \(Self.feedbackSource) AS feedback FROM invalid_tokens
+                    WHERE processed_at IS NULL
+                    ORDER BY reported_at LIMIT \(Self.batchSize) FOR UPDATE SKIP LOCKED
+                ), deleted AS (
+                    DELETE FROM active_users u USING pending p
+                    WHERE u.device_token = p.device_token AND u.token_updated_at < p.reported_at
+                    RETURNING p.feedback
+                ), marked AS (
+                    UPDATE invalid_tokens i SET processed_at = now() FROM pending p
+                    WHERE i.device_token = p.device_token
+                    RETURNING p.feedback
+                ), kept AS (
+                    SELECT p.feedback FROM active_users u JOIN pending p
+                    ON u.device_token = p.device_token AND u.token_updated_at >= p.reported_at
+                )
+                SELECT (SELECT count(*) FROM marked WHERE feedback), (SELECT count(*) FROM marked WHERE NOT feedback),
+                       (SELECT count(*) FROM deleted WHERE feedback), (SELECT count(*) FROM deleted WHERE NOT feedback),
+                       (SELECT count(*) FROM kept WHERE feedback), (SELECT count(*) FROM kept WHERE NOT feedback)
+                """,
+                logger: logger
+            )
+            var processed = 0
+            for try await (mf, md, df, dd, kf, kd) in rows.decode((Int64, Int64, Int64, Int64, Int64, Int64).self) {
+                processed = Int(mf + md)
+                feedback.processed += Int(mf)
+                daemon.processed += Int(md)
+                feedback.deleted += Int(df)
+                daemon.deleted += Int(dd)
+                feedback.kept += Int(kf)
+                daemon.kept += Int(kd)
+            }
+            if processed < Self.batchSize { return (feedback, daemon) }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import APNs
+import Foundation
+import Settings
+import Support
+
+/// One numbered plain-SQL file in `migrations/`, such as `001_initial_schema.sql`.
+public struct Migration: Sendable, Equatable {
+    /// The leading number; migrations apply in ascending order.
+    public let version: Int
+    /// The file name without the number and extension (`initial_schema`).
+    public let name: String
+    /// The file name, for messages.
+    public let fileName: String
+    /// The file's SQL text.
+    public let sql: String
+
+    public init(version: Int, name: String, fileName: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.fileName = fileName
+        self.sql = sql
+    }
+
+    /// A short fingerprint of the SQL, stored when applied, to notice files edited afterwards.
+    public var checksum: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in sql.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+
+    /// Reads every `NNN_name.sql` file in `directory`, sorted by version.
+    public static func load(from directory: String) throws(DatabaseError) -> [Migration] {
+        let files: [String]
+        do {
+            files = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw DatabaseError(code: .badMigrationFile, context: "reading \(directory)", reason: "cannot list the migrations folder")
+        }
+        var migrations: [Migration] = []
+        for file in files.sorted() where file.hasSuffix(".sql") {
+            let stem = file.dropLast(4)
+            let digits = stem.prefix(while: \.isNumber)
+            guard let version = Int(digits), stem.dropFirst(digits.count).first == "_" else {
+                throw DatabaseError(
+                    code: .badMigrationFile,
+                    context: "\(directory)/\(file)",
+                    reason: "migration files must be named NNN_description.sql"
+                )
+            }
+            guard let data = FileManager.default.contents(atPath: "\(directory)/\(file)"),
+                let sql = String(data: data, encoding: .utf8)
+            else {
+                throw DatabaseError(code: .badMigrationFile, context: "\(directory)/\(file)", reason: "cannot read the file as UTF-8")
+            }
+            if let clash = migrations.first(where: { $0.version == version }) {
+                throw DatabaseError(
+                    code: .badMigrationFile,
+                    context: "\(directory)/\(file)",
+                    reason: "version \(version) is also used by \(clash.fileName)"
+                )
+            }
+            migrations.append(Migration(version: version, name: String(stem.dropFirst(digits.count + 1)), fileName: file, sql: sql))
+        }
+        return migrations.sorted { $0.version < $1.version }
+    }
+}

@@ -1,0 +1,142 @@
+import APNs
+import Foundation
+import Logging
+import PostgresNIO
+import Settings
+import Support
+
+/// Applies numbered migrations in order, each inside its own transaction, and records them in `schema_migrations`.
+/// Running it again applies nothing; two migrators running at once serialise on an advisory lock.
+public struct Migrator: Sendable {
+    /// The state of one migration file against the database.
+    public struct Status: Sendable, Equatable {
+        public let version: Int
+        public let fileName: String
+        /// When it was applied, or `nil` if pending.
+        public let appliedAt: Date?
+        /// The file changed after it was applied.
+        public let modified: Bool
+    }
+
+    /// An arbitrary constant identifying PushChat's migration lock among advisory locks.
+    static let lockKey: Int64 = 0x5055_5348_4348_4154
+
+    let connection: PostgresConnection
+    let migrations: [Migration]
+    let logger: Logger
+
+    public init(connection: PostgresConnection, migrations: [Migration], logger: Logger) {
+        self.connection = connection
+        self.migrations = migrations
+        self.logger = logger
+    }
+
+    /// Applies every pending migration; returns those applied.
+    @discardableResult
+    public func migrate() async throws(DatabaseError) -> [Migration] {
+        do {
+            try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
+            do {
+                let applied = try await applyPending(on: connection)
+                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                return applied
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                throw error
+            }
+        } catch let error as DatabaseError {
+            throw error
+        } catch {
+            throw DatabaseError(code: .migrationFailed, context: "migrating the database", underlying: error)
+        }
+    }
+
+    /// Every migration file, applied or pending, plus versions recorded in the database without a file.
+    public func status() async throws(DatabaseError) -> [Status] {
+        do {
+            try await createTable(on: connection)
+            let applied = try await appliedMigrations(on: connection)
+            var result = migrations.map { migration in
+                let record = applied[migration.version]
+                return Status(
+                    version: migration.version,
+                    fileName: migration.fileName,
+                    appliedAt: record?.appliedAt,
+                    modified: record.map { $0.checksum != migration.checksum } ?? false
+                )
+            }
+            for (version, record) in applied where !migrations.contains(where: { $0.version == version }) {
+                result.append(Status(version: version, fileName: "\(record.name) (no file)", appliedAt: record.appliedAt, modified: false))
+            }
+            return result.sorted { $0.version < $1.version }
+        } catch {
+            throw DatabaseError(code: .queryFailed, context: "reading the migration status", underlying: error)
+        }
+    }
+
+    private func createTable(on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version integer PRIMARY KEY,
+                name text NOT NULL,
+                checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            logger: logger
+        )
+        try await connection.query(
+            "COMMENT ON TABLE schema_migrations IS 'Migrations from migrations/*.sql applied by pushchat-api migrate.'",
+            logger: logger
+        )
+    }
+
+    private func appliedMigrations(
+        on connection: PostgresConnection
+    ) async throws -> [Int: (name: String, checksum: String, appliedAt: Date)] {
+        var applied: [Int: (name: String, checksum: String, appliedAt: Date)] = [:]
+        let rows = try await connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations", logger: logger)
+        for try await (version, name, checksum, appliedAt) in rows.decode((Int, String, String, Date).self) {
+            applied[version] = (name, checksum, appliedAt)
+        }
+        return applied
+    }
+
+    private func applyPending(on connection: PostgresConnection) async throws -> [Migration] {
+        try await createTable(on: connection)
+        let applied = try await appliedMigrations(on: connection)
+        var done: [Migration] = []
+        for migration in migrations where applied[migration.version] == nil {
+            logger.info("Applying migration \(migration.fileName)")
+            try await apply(migration, on: connection)
+            done.append(migration)
+        }
+        return done
+    }
+
+    private func apply(_ migration: Migration, on connection: PostgresConnection) async throws {
+        let statements = SQLScript(migration.sql).statements
+        try await connection.query("BEGIN", logger: logger)
+        var current = 0
+        do {
+            for (index, statement) in statements.enumerated() {
+                current = index + 1
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            let record: PostgresQuery = """
+                INSERT INTO schema_migrations (version, name, checksum)
+                VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                """
+            try await connection.query(record, logger: logger)
+            try await connection.query("COMMIT", logger: logger)
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
+            throw DatabaseError(
+                code: .migrationFailed,
+                context: "\(migration.fileName), statement \(current) of \(statements.count) (rolled back)",
+                underlying: error
+            )
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import APNs
+import Foundation
+import Logging
+import PostgresNIO
+import Settings
+import Support
+
+/// The push daemon's statements on `push_queue` and `invalid_tokens`: claim a batch under a lease, mark a batch
+/// sent or failed, give rows back, renew leases, and return rows whose daemon died. One statement per batch.
+public struct PushQueue: Sendable {
+    /// A row that failed for good, with its reason.
+    public struct Failure: Sendable, Equatable {
+        public let messageID: Int64
+        public let status: String
+        public let reason: String
+        /// A short, bounded label for metrics (`invalid_token`, `BadDeviceToken`, …).
+        public let kind: String
+
+        public init(messageID: Int64, status: String, reason: String, kind: String? = nil) {
+            self.messageID = messageID
+            self.status = status
+            self.reason = reason
+            self.kind = kind ?? status
+        }
+    }
+
+    /// A device token APNs called invalid, for the feedback job.
+    public struct InvalidToken: Sendable, Equatable {
+        public let token: String
+        public let reportedAt: Date
+        public let source: String
+
+        public init(token: String, reportedAt: Date, source: String) {
+            self.token = token
+            self.reportedAt = reportedAt
+            self.source = source
+        }
+    }
+
+    let client: PostgresClient
+    /// Who claims: `host:pid`, stored in `claimed_by`.
+    public let instance: String
+    let lease: Duration
+    let logger: Logger
+
+    public init(client: PostgresClient, instance: String, lease: Duration, logger: Logger) {
+        self.client = client
+        self.instance = instance
+        self.lease = lease
+        self.logger = logger
+    }
+
+    var leaseSeconds: Double { lease.seconds }
+
+    /// Rows waiting to be sent, and how many seconds the oldest has waited (for metrics).
+    public func depth() async throws -> (count: Int, oldestAge: Double) {
+        let rows = try await client.query(
+            """
+            SELECT count(*), coalesce(extract(epoch FROM now() - min(time_queued)), 0)::float8
+            FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL
+            """,
+            logger: logger
+        )
+        for try await (count, age) in rows.decode((Int64, Double).self) { return (Int(count), age) }
+        return (0, 0)
+    }
+
+    /// Claims up to `limit` pending, unclaimed rows, oldest first.
+    public func claim(limit: Int) async throws -> [QueuedNotification] {
+        let rows = try await client.query(
+            """
+            UPDATE push_queue q
+            SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
+            FROM (
+                SELECT message_id FROM push_queue
+                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL
+                ORDER BY message_id LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            ) c
+            WHERE q.message_id = c.message_id
+            RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type
+            """,
+            logger: logger
+        )
+        var claimed: [QueuedNotification] = []
+        claimed.reserveCapacity(limit)
+        let columns = (Int64, String, String, Int16?, Date?, String?, String?).self
+        for try await (id, token, payload, priority, expiration, collapseID, pushType) in rows.decode(columns) {
+            claimed.append(
+                QueuedNotification(
+                    messageID: id,
+                    deviceToken: token,
+                    payload: payload,
+                    priority: priority.map(Int.init),
+                    expiration: expiration,
+                    collapseID: collapseID,
+                    pushType: pushType
+                )
+            )
+        }
+        claimed.sort { $0.messageID < $1.messageID }
+        return claimed
+    }
+
+    /// Stamps `time_sent` on rows this daemon holds.
+    public func markSent(_ ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        try await client.query(
+            "UPDATE push_queue SET time_sent = now(), last_status = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance)",
+            logger: logger
+        )
+    }
+
+    /// Gives rows up for good, keeping the reason.
+    public func markFailed(_ failures: [Failure]) async throws {
+        guard !failures.isEmpty else { return }
+        try await client.query(
+            """
+            UPDATE push_queue q SET time_failed = now(), last_status = f.status, last_error = f.reason, claimed_until = NULL
+            FROM unnest(\(failures.map(\.messageID))::int8[], \(failures.map(\.status))::text[], \(failures.map(\.reason))::text[]) AS f(id, status, reason)
+            WHERE q.message_id = f.id
+            """,
+            logger: logger
+        )
+    }
+
+    /// Puts rows back in the queue (not sent, to be claimed again), e.g. at shutdown.
+    public func release(_ ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        try await client.query(
+            "UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL",
+            logger: logger
+        )
+    }
+
+    /// A row to try again later, with the answer that made it wait.
+    public struct Deferral: Sendable, Equatable {
+        public let messageID: Int64
+        public let delay: Duration
+        public let status: String
+        public let reason: String
+
+        public init(messageID: Int64, delay: Duration, status: String, reason: String) {
+            self.messageID = messageID
+            self.delay = delay
+            self.status = status
+            self.reason = reason
+        }
+    }
+
+    /// Keeps rows off the queue for their delay (an unrenewed lease: ``reclaimExpired()`` returns them), recording
+    /// why in `last_status`/`last_error`.
+    public func postpone(_ deferrals: [Deferral]) async throws {
+        guard !deferrals.isEmpty else { return }
+        let seconds = deferrals.map(\.delay.seconds)
+        try await client.query(
+            """
+            UPDATE push_queue q SET claimed_by = 'retry-later', claimed_until = now() + make_interval(secs => d.seconds),
+                last_status = d.status, last_error = d.reason
+            FROM unnest(\(deferrals.map(\.messageID))::int8[], \(seconds)::float8[], \(deferrals.map(\.status))::text[],
+                \(deferrals.map(\.reason))::text[]) AS d(id, seconds, status, reason)
+            WHERE q.message_id = d.id AND q.claimed_by = \(instance) AND q.time_sent IS NULL AND q.time_failed IS NULL
+            """,
+            logger: logger
+        )
+    }
+
+    /// Extends the lease of rows still in flight.
+    public func renew(_ ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        try await client.query(
+            """
+            UPDATE push_queue SET claimed_until = now() + make_interval(secs => \(leaseSeconds))
+            WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL AND time_failed IS NULL
+            """,
+            logger: logger
+        )
+    }
+
+    /// Returns rows whose lease ran out (their daemon died or lost the database) to the queue; the count.
+    @discardableResult
+    public func reclaimExpired() async throws -> Int {
+        let rows = try await client.query(
+            """
+            UPDATE push_queue SET claimed_until = NULL
+            WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until < now()
+            RETURNING 1
+            """,
+            logger: logger
+        )
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
+    }
+
+    /// Records tokens APNs called invalid (the newest report wins and is processed again).
+    public func recordInvalidTokens(_ tokens: [InvalidToken]) async throws {
+        guard !tokens.isEmpty else { return }
+        try await client.query(
+            """
+            INSERT INTO invalid_tokens (device_token, reported_at, source)
+            SELECT DISTINCT ON (t) lower(t), r, s FROM unnest(\(tokens.map(\.token))::text[], \(tokens.map(\.reportedAt))::timestamptz[], \(tokens.map(\.source))::text[]) AS i(t, r, s)
+            ORDER BY t, r DESC
+            ON CONFLICT (device_token) DO UPDATE SET
+                reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
+                source = EXCLUDED.source, processed_at = NULL
+            """,
+            logger: logger
+        )
+    }
+}

@@ -1,0 +1,121 @@
+import APNs
+import Foundation
+import Logging
+import PostgresNIO
+import Settings
+import Support
+
+/// Operator commands on `push_queue`: statistics, a test notification, retrying failed rows, and retention.
+public struct QueueAdmin: Sendable {
+    /// What `queue stats` prints.
+    public struct Stats: Sendable, Equatable {
+        public var pending = 0
+        public var inFlight = 0
+        public var oldestPending: Date?
+        public var sentLastHour = 0
+        public var failedByReason: [(status: String, reason: String, count: Int)] = []
+
+        public static func == (lhs: Stats, rhs: Stats) -> Bool {
+            lhs.pending == rhs.pending && lhs.inFlight == rhs.inFlight && lhs.oldestPending == rhs.oldestPending
+                && lhs.sentLastHour == rhs.sentLastHour
+                && lhs.failedByReason.map { "\($0.status)|\($0.reason)|\($0.count)" }
+                    == rhs.failedByReason.map { "\($0.status)|\($0.reason)|\($0.count)" }
+        }
+    }
+
+    /// Rows deleted per statement by `prune`, so no statement holds locks for long.
+    public static let pruneBatch = 10_000
+
+    let connection: PostgresConnection
+    let logger: Logger
+
+    public init(connection: PostgresConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    public func stats() async throws -> Stats {
+        var stats = Stats()
+        let rows = try await connection.query(
+            """
+            SELECT
+                count(*) FILTER (WHERE time_sent IS NULL AND time_failed IS NULL),
+                count(*) FILTER (WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until > now()),
+                min(time_queued) FILTER (WHERE time_sent IS NULL AND time_failed IS NULL),
+                count(*) FILTER (WHERE time_sent > now() - interval '1 hour')
+            FROM push_queue
+            """,
+            logger: logger
+        )
+        for try await (pending, inFlight, oldest, sent) in rows.decode((Int64, Int64, Date?, Int64).self) {
+            stats.pending = Int(pending)
+            stats.inFlight = Int(inFlight)
+            stats.oldestPending = oldest
+            stats.sentLastHour = Int(sent)
+        }
+        let failed = try await connection.query(
+            """
+            SELECT coalesce(last_status, '?'), coalesce(last_error, ''), count(*) FROM push_queue
+            WHERE time_failed IS NOT NULL GROUP BY 1, 2 ORDER BY 3 DESC, 1
+            """,
+            logger: logger
+        )
+        for try await (status, reason, count) in failed.decode((String, String, Int64).self) {
+            stats.failedByReason.append((status, reason, Int(count)))
+        }
+        return stats
+    }
+
+    /// Queues `{"aps":{"alert":MESSAGE,"sound":"default"}}` for `token`, as the tutorial's `push_test.php` did.
+    public func queueTest(token: String, message: String) async throws -> Int64 {
+        let payload = PushPayload.prefix + PushPayload.alertText(message) + PushPayload.suffix
+        let rows = try await connection.query(
+            "INSERT INTO push_queue (device_token, payload) VALUES (\(token), \(payload)) RETURNING message_id",
+            logger: logger
+        )
+        for try await id in rows.decode(Int64.self) { return id }
+        throw DatabaseError(code: .queryFailed, context: "queueing a test notification", reason: "no row returned")
+    }
+
+    /// Puts failed rows (optionally only those with `last_status` = `status`) back in the queue; the count.
+    public func retryFailed(status: String?) async throws -> Int {
+        let rows = try await connection.query(
+            """
+            WITH retried AS (
+                UPDATE push_queue SET time_failed = NULL, claimed_until = NULL, attempts = 0
+                WHERE time_failed IS NOT NULL AND (\(status)::text IS NULL OR last_status = \(status))
+                RETURNING 1
+            )
+            SELECT count(*), pg_notify('push_queue', '') IS NULL FROM retried
+            """,
+            logger: logger
+        )
+        for try await (count, _) in rows.decode((Int64, Bool).self) { return Int(count) }
+        return 0
+    }
+
+    /// Deletes sent and failed rows older than `age`, in batches; the count.
+    public func prune(olderThan age: Duration) async throws -> Int {
+        let seconds = age.seconds
+        var total = 0
+        while true {
+            let rows = try await connection.query(
+                """
+                WITH doomed AS (
+                    SELECT message_id FROM push_queue
+                    WHERE time_sent < now() - make_interval(secs => \(seconds)) OR time_failed < now() - make_interval(secs => \(seconds))
+                    LIMIT \(Self.pruneBatch)
+                ), deleted AS (
+                    DELETE FROM push_queue q USING doomed d WHERE q.message_id = d.message_id RETURNING 1
+                )
+                SELECT count(*) FROM deleted
+                """,
+                logger: logger
+            )
+            var deleted = 0
+            for try await count in rows.decode(Int64.self) { deleted = Int(count) }
+            total += deleted
+            if deleted < Self.pruneBatch { return total }
+        }
+    }
+}

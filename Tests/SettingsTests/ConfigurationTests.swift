@@ -1,0 +1,215 @@
+import Foundation
+import Logging
+import NIOSSL
+import Testing
+
+@testable import Settings
+@testable import Support
+
+@Suite struct ModeTests {
+    @Test func argumentWinsOverEnvironment() throws {
+        #expect(try Mode.resolve(argument: .development, environment: ["APPLICATION_ENV": "production"]) == .development)
+    }
+
+    @Test func environmentWhenNoArgument() throws {
+        #expect(try Mode.resolve(argument: nil, environment: ["APPLICATION_ENV": "development"]) == .development)
+    }
+
+    @Test func productionByDefault() throws {
+        #expect(try Mode.resolve(argument: nil, environment: [:]) == .production)
+    }
+
+    @Test func unknownEnvironmentValueIsAnError() {
+        #expect(throws: ConfigurationError.self) {
+            try Mode.resolve(argument: nil, environment: ["APPLICATION_ENV": "staging"])
+        }
+    }
+}
+
+@Suite struct ConfigurationTests {
+    static let url = "postgres://pushchat:secret@db.example:5433/chat"
+
+    func write(_ json: String) throws -> String {
+        let path = NSTemporaryDirectory() + "pushchat-config-\(UUID().uuidString).json"
+        try json.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func readsTheModeSectionOfTheFile() throws {
+        let path = try write(
+            """
+            {"_comment": "PushChat",
+             "development": {"database_url": "\(Self.url)", "api_port": 8080, "poll_interval": 0.5, "_note": "x"},
+             "production": {"database_url": "postgres://other@localhost/prod"}}
+            """
+        )
+        let configuration = try Configuration.load(mode: .development, path: path, environment: [:])
+        #expect(configuration.databaseURL.host == "db.example")
+        #expect(configuration.databaseURL.port == 5433)
+        #expect(configuration.apiPort == 8080)
+        #expect(configuration.pollInterval == .milliseconds(500))
+        #expect(configuration.apiHost == "0.0.0.0")
+        let production = try Configuration.load(mode: .production, path: path, environment: [:])
+        #expect(production.databaseURL.database == "prod")
+        #expect(production.apiPort == 44447)
+    }
+
+    @Test func environmentOverridesTheFile() throws {
+        let path = try write(#"{"development": {"database_url": "postgres://a@h/db", "api_port": 8080}}"#)
+        let configuration = try Configuration.load(
+            mode: .development,
+            path: path,
+            environment: ["PUSHCHAT_API_PORT": "9000", "PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_LOG_FILE": "-"]
+        )
+        #expect(configuration.apiPort == 9000)
+        #expect(configuration.apiHost == "127.0.0.1")
+        #expect(configuration.logFilePath(process: "api") == nil)
+    }
+
+    @Test func defaultLogFileNamesProcessAndMode() throws {
+        let configuration = try Configuration.load(mode: .development, path: nil, environment: ["PUSHCHAT_DATABASE_URL": Self.url])
+        #expect(configuration.logFilePath(process: "push") == "log/push_development.log")
+    }
+
+    @Test func missingDatabaseURLNamesTheKey() throws {
+        let path = try write(#"{"production": {"api_port": 1}}"#)
+        let error = #expect(throws: ConfigurationError.self) {
+            try Configuration.load(mode: .production, path: path, environment: [:])
+        }
+        #expect(error?.code == .missingValue)
+        #expect(error?.description.contains("PUSHCHAT_DATABASE_URL") == true)
+        #expect(error?.description.contains("\n") == false)
+    }
+
+    @Test(arguments: [
+        ("PUSHCHAT_API_PORT", "eighty"),
+        ("PUSHCHAT_API_PORT", "70000"),
+        ("PUSHCHAT_POLL_INTERVAL", "-1"),
+        ("PUSHCHAT_POLL_INTERVAL", "soon"),
+        ("PUSHCHAT_LOG_LEVEL", "loud"),
+        ("PUSHCHAT_DATABASE_URL", "mysql://root@localhost/db"),
+    ])
+    func malformedValueNamesTheKey(key: String, value: String) throws {
+        var environment = ["PUSHCHAT_DATABASE_URL": Self.url]
+        environment[key] = value
+        let error = #expect(throws: ConfigurationError.self) {
+            try Configuration.load(mode: .production, path: nil, environment: environment)
+        }
+        #expect(error?.code == .invalidValue)
+        #expect(error?.key == key)
+    }
+
+    @Test func passwordNeverAppearsInErrors() throws {
+        let error = #expect(throws: ConfigurationError.self) {
+            try Configuration.load(
+                mode: .production,
+                path: nil,
+                environment: ["PUSHCHAT_DATABASE_URL": "postgres://u:hunter2@h/db?sslmode=maybe"]
+            )
+        }
+        #expect(error?.description.contains("hunter2") == false)
+    }
+
+    @Test func unknownKeyInTheFileIsReported() throws {
+        let path = try write(#"{"development": {"databse_url": "postgres://a@h/db"}}"#)
+        let error = #expect(throws: ConfigurationError.self) {
+            try Configuration.load(mode: .development, path: path, environment: [:])
+        }
+        #expect(error?.code == .unknownKey)
+        #expect(error?.description.contains("databse_url") == true)
+    }
+
+    @Test func malformedFileIsReported() throws {
+        let path = try write(#"{"development": ["#)
+        let error = #expect(throws: ConfigurationError.self) {
+            try Configuration.load(mode: .development, path: path, environment: [:])
+        }
+        #expect(error?.code == .malformedFile)
+        #expect(error?.key == path)
+    }
+
+    @Test func explicitMissingFileIsAnError() throws {
+        let error = #expect(throws: ConfigurationError.self) {
+            try Configuration.load(mode: .development, path: "/nonexistent/pushchat.json", environment: ["PUSHCHAT_DATABASE_URL": Self.url])
+        }
+        #expect(error?.code == .unreadableFile)
+    }
+
+    @Test func theShippedConfigFileParses() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let path = root.appendingPathComponent("config/pushchat.json").path
+        for mode in Mode.allCases {
+            let source = try ConfigurationSource.load(mode: mode, path: path, environment: [:])
+            #expect(source.value(.databaseURL) != nil)
+            _ = try Configuration(source: source)
+        }
+    }
+
+    @Test(arguments: [("5", 5000), ("0.25", 250), ("500ms", 500), ("2s", 2000), ("1m", 60000)])
+    func durations(text: String, milliseconds: Int64) {
+        #expect(Configuration.parseDuration(text) == .milliseconds(milliseconds))
+    }
+}
+
+@Suite struct DatabaseURLTests {
+    @Test func parsesEveryPart() throws {
+        let url = try DatabaseURL(parsing: "postgres://push%40chat:p%3Ass@127.0.0.1:6543/chat_db?sslmode=disable")
+        #expect(url.username == "push@chat")
+        #expect(url.password == "p:ss")
+        #expect(url.host == "127.0.0.1")
+        #expect(url.port == 6543)
+        #expect(url.database == "chat_db")
+        #expect(url.tlsMode == .disable)
+    }
+
+    @Test func defaults() throws {
+        let url = try DatabaseURL(parsing: "postgresql://pushchat@localhost")
+        #expect(url.port == 5432)
+        #expect(url.database == "pushchat")
+        #expect(url.tlsMode == .prefer)
+        #expect(url.password == nil)
+    }
+
+    @Test func descriptionHidesThePassword() throws {
+        let url = try DatabaseURL(parsing: "postgres://u:topsecret@h:1/d")
+        #expect(!url.description.contains("topsecret"))
+        #expect(url.description == "postgres://u:***@h:1/d")
+        #expect(try DatabaseURL(parsing: url.connectionString) == url)
+    }
+
+    /// libpq's meaning: only verify-ca and verify-full check the certificate (a stock Debian server's is self-signed).
+    @Test func sslModesFollowLibpq() throws {
+        let modes: [(String, DatabaseURL.TLSMode, CertificateVerification?)] = [
+            ("disable", .disable, nil), ("allow", .allow, CertificateVerification.none), ("prefer", .prefer, CertificateVerification.none),
+            ("require", .require, CertificateVerification.none), ("verify-ca", .verifyCA, .noHostnameVerification),
+            ("verify-full", .verifyFull, .fullVerification),
+        ]
+        for (text, mode, verification) in modes {
+            let url = try DatabaseURL(parsing: "postgres://u@h/d?sslmode=\(text)")
+            #expect(url.tlsMode == mode)
+            #expect(url.tlsConfiguration?.certificateVerification == verification, "sslmode=\(text)")
+        }
+        #expect(try DatabaseURL(parsing: "postgres://u@h/d").tlsConfiguration?.certificateVerification == CertificateVerification.none)
+    }
+
+    @Test func sslRootCertIsReadAtStartAndKeptInTheConnectionString() throws {
+        let file = NSTemporaryDirectory() + "pushchat-root-\(UUID().uuidString).pem"
+        try Data("not checked here".utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let url = try DatabaseURL(parsing: "postgres://u@h/d?sslmode=verify-full&sslrootcert=\(file)")
+        #expect(url.rootCertificateFile == file)
+        #expect(try DatabaseURL(parsing: url.connectionString) == url)
+        #expect(try DatabaseURL(parsing: "postgres://u@h/d?sslmode=verify-full&sslrootcert=system").rootCertificateFile == nil)
+        let error = #expect(throws: ConfigurationError.self) {
+            try DatabaseURL(parsing: "postgres://u@h/d?sslmode=verify-full&sslrootcert=/nonexistent/root.crt")
+        }
+        #expect(error?.description.contains("/nonexistent/root.crt") == true)
+        let mode = #expect(throws: ConfigurationError.self) { try DatabaseURL(parsing: "postgres://u@h/d?sslmode=verify") }
+        #expect(mode?.description.contains("verify-ca, verify-full") == true)
+    }
+
+    @Test(arguments: ["localhost:5432", "postgres://localhost/db", "postgres://u@h/db?foo=bar", "http://u@h/db", "postgres://u@h:99999/db"])
+    func rejects(text: String) {
+        #expect(throws: ConfigurationError.self) { try DatabaseURL(parsing: text) }
+    }
+}
