@@ -18,6 +18,7 @@ let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
 let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
 let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
 let nioHTTP2 = Target.Dependency.product(name: "NIOHTTP2", package: "swift-nio-http2")
+let nioHPACK = Target.Dependency.product(name: "NIOHPACK", package: "swift-nio-http2")
 let nioHTTPTypesHTTP1 = Target.Dependency.product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras")
 let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
 let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
@@ -66,7 +67,9 @@ let package = Package(
         ),
         .target(
             name: "APNs",
-            dependencies: ["Support", "Settings", logging, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, crypto, nioConcurrencyHelpers],
+            dependencies: [
+                "Support", "Settings", logging, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, crypto, nioConcurrencyHelpers,
+            ],
             swiftSettings: swiftSettings
         ),
         .target(name: "Storage", dependencies: ["Support", "Settings", "APNs", postgres, logging], swiftSettings: swiftSettings),
@@ -82,7 +85,7 @@ let package = Package(
             name: "Push",
             dependencies: [
                 "Support", "Settings", "Observability", "APNs", "Storage", hummingbird, postgres, serviceLifecycle, logging, metrics,
-                nioCore, nioPosix, nioSSL, nioHTTP2, nioConcurrencyHelpers,
+                nioCore, nioPosix, nioSSL, nioHTTP2, nioHPACK, nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
         ),
@@ -138,7 +141,7 @@ let package = Package(
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Support", nioSSL], swiftSettings: swiftSettings),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "Support", nioCore, nioEmbedded, nioHTTP2, crypto],
+            dependencies: ["APNs", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, crypto],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: swiftSettings),

@@ -35,7 +35,14 @@ struct APIController: Sendable {
     func handle(_ request: Request, context: APIRequestContext) async throws -> Response {
         let start = ContinuousClock.now
         var command = "unparsed"
-        let response = try await respond(request, context: context, command: &command)
+        let response: Response
+        do {
+            response = try await respond(request, context: context, command: &command)
+        } catch let error as any HTTPResponseError {
+            // A refused form or command (FormError, APIRequestError): its 4xx answer, counted like any other.
+            context.logger.debug("Refused request", metadata: ["api.error": "\(error)"])
+            response = try error.response(from: request, context: context)
+        }
         metrics.request(command: command, status: response.status.code, duration: start.duration(to: .now))
         return response
     }
@@ -53,20 +60,8 @@ struct APIController: Sendable {
         } catch let error as HTTPError where error.status == .contentTooLarge {
             return Self.error(.contentTooLarge, "Request body too large")
         }
-        let fields: FormFields
-        do {
-            fields = try FormFields.parse(body: body, contentType: request.headers[.contentType])
-        } catch {
-            let status: HTTPResponse.Status = error == .unsupportedContentType ? .unsupportedMediaType : .badRequest
-            return Self.error(status, error.description)
-        }
-        let command: APIRequest
-        do {
-            command = try APIRequest(fields: fields)
-        } catch {
-            context.logger.debug("Refused request", metadata: ["api.error": "\(error)"])
-            return Self.error(.badRequest, error.description)
-        }
+        let fields = try FormFields.parse(body: body, contentType: request.headers[.contentType])
+        let command = try APIRequest(fields: fields)
         name = command.command
         if let wait = perUDID.take(command.udid) {
             return Self.tooManyRequests(wait)

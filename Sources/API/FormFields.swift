@@ -29,7 +29,7 @@ public struct FormFields: Sendable, Equatable {
             guard let boundary = mediaType.parameters["boundary"], !boundary.isEmpty, boundary.utf8.count <= 200 else {
                 throw FormError.missingBoundary
             }
-            return try multipart(bytes, boundary: Array(boundary.utf8))
+            return try multipart(body, boundary: boundary)
         default:
             throw FormError.unsupportedContentType
         }

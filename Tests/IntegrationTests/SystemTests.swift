@@ -170,10 +170,7 @@ import Testing
         }
     }
 
-    static func freePort() throws -> Int {
-        let channel = try ServerBootstrapPort.bindEphemeral()
-        return channel
-    }
+    static func freePort() throws -> Int { try FreePort.loopback() }
 
     static func post(port: Int, _ form: String) async throws -> String {
         let request =
@@ -333,25 +330,3 @@ import Testing
         Issue.record("condition not met within 10 s")
     }
 }
-
-/// A port the kernel hands out as free (bound, then released).
-enum ServerBootstrapPort {
-    static func bindEphemeral() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
-            }
-        }
-        guard bound else { throw SimulatorTestError.noPort }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-}
-
-enum SimulatorTestError: Error { case noPort }

@@ -1,17 +1,70 @@
 import APNs
 import NIOConcurrencyHelpers
 
-/// One connection's work: rows to send again, rows claimed ahead, the in-flight count and the stream limit.
+/// One HTTP/2 connection's work, shared by its claimer, writer and reader: a pure ``State`` (tested without
+/// sockets) behind a lock, and the signals that wake the tasks when it changes.
 final class HTTP2Session: Sendable {
-    struct State {
+    /// Rows to send again, rows claimed ahead, the in-flight count and the stream limit, and every transition the
+    /// connection's events cause.
+    struct State: Equatable {
         /// Sent before anything else: unanswered, a refreshed token, left from the last connection.
         var retry: [QueuedNotification] = []
         /// Claimed ahead, waiting for a free stream.
         var ready: [QueuedNotification] = []
         var inFlight = 0
+        /// Streams allowed at once: 1 until the server's SETTINGS say more, never above `push_window`.
         var limit = 1
         var answered = 0
+        /// Still taking new work (false after GOAWAY, a lost connection or shutdown).
         var open = true
+
+        /// The next rows to write and marks them in flight: retries first, then claimed rows, in batches of a
+        /// quarter of the streams allowed (one event-loop hop each) unless nothing is in flight or retries wait.
+        mutating func nextBatch(batchSize: Int) -> [QueuedNotification] {
+            let free = max(0, limit - inFlight)
+            let refill = min(batchSize, max(1, limit / 4))
+            guard free > 0, free >= refill || inFlight == 0 || !retry.isEmpty else { return [] }
+            var batch = Array(retry.prefix(free))
+            retry.removeFirst(batch.count)
+            let more = min(free - batch.count, ready.count)
+            batch += ready.prefix(more)
+            ready.removeFirst(more)
+            inFlight += batch.count
+            return batch
+        }
+
+        /// Rows that were prepared but not written (they could never be sent, or the connection was gone).
+        mutating func withdraw(_ count: Int) { inFlight -= count }
+
+        /// The connection did not take `items`: they go first on the next connection, and this one stops.
+        mutating func notTaken(_ items: [QueuedNotification]) {
+            inFlight -= items.count
+            retry += items
+            open = false
+        }
+
+        mutating func answered(_ count: Int) {
+            inFlight -= count
+            answered += count
+        }
+
+        /// Written, not answered (timeout, reset, GOAWAY): sent again.
+        mutating func unanswered(_ items: [QueuedNotification]) {
+            inFlight -= items.count
+            retry += items
+        }
+
+        /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, capped by `window`; returns the new limit.
+        mutating func allow(maxStreams: Int, window: Int) -> Int {
+            limit = max(1, min(maxStreams, window))
+            return limit
+        }
+
+        /// Whether the claimer should claim more: fewer rows ready than a window's worth (or half a batch).
+        func wantsClaim(batchSize: Int) -> Bool { open && ready.count < max(limit, batchSize / 2) }
+
+        /// What goes to the next connection, oldest first.
+        var unsent: [QueuedNotification] { (retry + ready).sorted { $0.messageID < $1.messageID } }
     }
 
     let state: NIOLockedValueBox<State>
@@ -22,6 +75,7 @@ final class HTTP2Session: Sendable {
 
     init(carry: [QueuedNotification]) { state = NIOLockedValueBox(State(retry: carry)) }
 
+    /// Changes the state and wakes whoever waits for it (and, when the session closes, whoever waits for that).
     func update<T>(_ body: (inout State) -> T) -> T {
         let (result, closed) = state.withLockedValue { state in
             let wasOpen = state.open
@@ -32,4 +86,6 @@ final class HTTP2Session: Sendable {
         if closed { closing.signal() }
         return result
     }
+
+    var isOpen: Bool { state.withLockedValue { $0.open } }
 }

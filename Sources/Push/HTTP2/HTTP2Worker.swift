@@ -54,8 +54,8 @@ struct HTTP2Worker: PushWorker {
             } catch {
                 logger.error("Cannot connect to \(connector.endpoint): \(GatewayError.describe(error))")
             }
-            let (unsent, answered) = session.state.withLockedValue { ($0.retry + $0.ready, $0.answered) }
-            carry = unsent.sorted { $0.messageID < $1.messageID }
+            let (unsent, answered) = session.state.withLockedValue { ($0.unsent, $0.answered) }
+            carry = unsent
             if shutdown.isRequested { break }
             if answered > 0 {
                 backoff.reset()
@@ -75,7 +75,7 @@ struct HTTP2Worker: PushWorker {
         inFlight: Meter
     ) async {
         let authority = connector.authority
-        while session.state.withLockedValue({ $0.open }) {
+        while session.isOpen {
             let wakeGeneration = session.wake.generation
             let queueGeneration = signal.generation
             if shutdown.isRequested {
@@ -83,17 +83,8 @@ struct HTTP2Worker: PushWorker {
                 session.update { $0.open = false }
                 break
             }
-            let (batch, count) = session.state.withLockedValue { state -> ([QueuedNotification], Int) in
-                // Send in batches of a quarter of the streams allowed (one event-loop hop each), retries first.
-                let free = max(0, state.limit - state.inFlight)
-                let refill = min(settings.batchSize, max(1, state.limit / 4))
-                guard free > 0, free >= refill || state.inFlight == 0 || !state.retry.isEmpty else { return ([], state.inFlight) }
-                var batch = Array(state.retry.prefix(free))
-                state.retry.removeFirst(batch.count)
-                let more = min(free - batch.count, state.ready.count)
-                batch += state.ready.prefix(more)
-                state.ready.removeFirst(more)
-                return (batch, state.inFlight)
+            let (batch, count) = session.state.withLockedValue { state in
+                (state.nextBatch(batchSize: settings.batchSize), state.inFlight)
             }
             inFlight.set(count)
             if batch.isEmpty {
@@ -101,15 +92,11 @@ struct HTTP2Worker: PushWorker {
                 continue
             }
             let requests = prepare(batch)
+            if requests.count < batch.count { session.update { $0.withdraw(batch.count - requests.count) } }
             guard !requests.isEmpty else { continue }
-            session.update { $0.inFlight += requests.count }
             let taken = try? await handler.eventLoop.submit { handler.value.send(requests, authority: authority) }.get()
             if taken != true {
-                session.update {
-                    $0.inFlight -= requests.count
-                    $0.retry += requests.map(\.notification)
-                    $0.open = false
-                }
+                session.update { $0.notTaken(requests.map(\.notification)) }
             }
         }
         // Closing: wait (bounded) for the answers to what is in flight, then hang up; what stays unanswered comes
@@ -132,7 +119,7 @@ struct HTTP2Worker: PushWorker {
             let wakeGeneration = session.wake.generation
             let closingGeneration = session.closing.generation
             let queueGeneration = signal.generation
-            let (open, wanted) = session.state.withLockedValue { ($0.open, $0.ready.count < max($0.limit, settings.batchSize / 2)) }
+            let (open, wanted) = session.state.withLockedValue { ($0.open, $0.wantsClaim(batchSize: settings.batchSize)) }
             guard open else { return }
             if !wanted {
                 await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
@@ -222,10 +209,7 @@ struct HTTP2Worker: PushWorker {
         for await event in events {
             switch event {
             case .answered(let answers):
-                session.update {
-                    $0.inFlight -= answers.count
-                    $0.answered += answers.count
-                }
+                session.update { $0.answered(answers.count) }
                 var sent: [QueuedNotification] = []
                 sent.reserveCapacity(answers.count)
                 let now = Date()
@@ -236,13 +220,9 @@ struct HTTP2Worker: PushWorker {
             case .unanswered(let requests, let reason):
                 logger.warning("\(requests.count) notifications unanswered (\(reason)); sending them again")
                 metrics.resent.increment(by: requests.count)
-                session.update {
-                    $0.inFlight -= requests.count
-                    $0.retry += requests.map(\.notification)
-                }
+                session.update { $0.unanswered(requests.map(\.notification)) }
             case .maxStreams(let value):
-                let limit = max(1, min(value, settings.window))
-                session.update { $0.limit = limit }
+                let limit = session.update { $0.allow(maxStreams: value, window: settings.window) }
                 logger.debug("The server allows \(value) concurrent streams; sending up to \(limit) at once")
             case .goingAway:
                 // Streams up to the GOAWAY's last id are still answered; the writer waits for them, then hangs up.

@@ -1,0 +1,91 @@
+import NIOCore
+import NIOEmbedded
+import NIOHPACK
+import NIOHTTP2
+import Testing
+
+@testable import APNs
+
+/// The HTTP/2 client's connection handler on an `EmbeddedChannel`: the frames it writes for a request, and what it
+/// reports for the server's answers, SETTINGS, GOAWAY and the end of the connection.
+@Suite struct HTTP2ClientHandlerTests {
+    static let token = String(repeating: "ab", count: 32)
+
+    static func request(_ id: Int64) -> HTTP2Request {
+        HTTP2Request(
+            notification: QueuedNotification(messageID: id, deviceToken: token, payload: #"{"aps":{"alert":"hi"}}"#),
+            headers: HPACKHeaders([(":path", "/3/device/\(token)"), ("apns-topic", "com.example.PushChat"), ("apns-id", "x")]),
+            body: ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#),
+            tokenGeneration: 0
+        )
+    }
+
+    /// A handler on a channel, and the events it reports.
+    static func connection() throws -> (EmbeddedChannel, HTTP2ClientHandler, AsyncStream<HTTP2Event>.AsyncIterator) {
+        let (events, continuation) = AsyncStream.makeStream(of: HTTP2Event.self)
+        let handler = HTTP2ClientHandler(events: continuation, batcher: FlushBatcher(), requestTimeout: .seconds(10))
+        let channel = EmbeddedChannel(handler: handler)
+        return (channel, handler, events.makeAsyncIterator())
+    }
+
+    static func read(_ channel: EmbeddedChannel) throws -> HTTP2Frame? { try channel.readOutbound(as: HTTP2Frame.self) }
+
+    @Test func aRequestIsOneStreamAndItsAnswerIsReportedPerRead() async throws {
+        var (channel, handler, events) = try Self.connection()
+        #expect(handler.send([Self.request(1), Self.request(2)], authority: "api.push.apple.com"))
+        for streamID in [1, 3] {
+            let headers = try #require(try Self.read(channel))
+            #expect(headers.streamID == HTTP2StreamID(streamID))
+            guard case .headers(let fields) = headers.payload else { throw CancellationError() }
+            #expect(fields.headers.first(name: ":method") == "POST")
+            #expect(fields.headers.first(name: ":path") == "/3/device/\(Self.token)")
+            #expect(fields.headers.first(name: ":authority") == "api.push.apple.com")
+            #expect(fields.headers.first(name: "apns-topic") == "com.example.PushChat")
+            let data = try #require(try Self.read(channel))
+            guard case .data(let body) = data.payload else { throw CancellationError() }
+            #expect(body.endStream)
+        }
+        // One socket read carrying both answers: one report for the worker.
+        let reason = ByteBuffer(string: #"{"reason":"Unregistered","timestamp":1800000000000}"#)
+        for frame in [
+            HTTP2Frame(streamID: 1, payload: .headers(.init(headers: [":status": "200"], endStream: true))),
+            HTTP2Frame(streamID: 3, payload: .headers(.init(headers: [":status": "410"]))),
+            HTTP2Frame(streamID: 3, payload: .data(.init(data: .byteBuffer(reason), endStream: true))),
+        ] {
+            channel.pipeline.fireChannelRead(NIOAny(frame))
+        }
+        channel.pipeline.fireChannelReadComplete()
+        guard case .answered(let answers) = await events.next() else { throw CancellationError() }
+        #expect(answers.map(\.request.notification.messageID) == [1, 2])
+        #expect(answers.map(\.result.status) == [200, 410])
+        #expect(answers.last?.result.reason == "Unregistered")
+        _ = try channel.finish()
+    }
+
+    @Test func settingsGoAwayAndTheEndOfTheConnectionAreReported() async throws {
+        var (channel, handler, events) = try Self.connection()
+        try channel.writeInbound(
+            HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: 500)])))
+        )
+        guard case .maxStreams(500) = await events.next() else { throw CancellationError() }
+
+        #expect(handler.send([Self.request(1), Self.request(2)], authority: "localhost:2197"))
+        // The server processed stream 1 only: stream 3 comes back unanswered, then the connection is going away.
+        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 1, errorCode: .noError, opaqueData: nil)))
+        guard case .unanswered(let refused, _) = await events.next() else { throw CancellationError() }
+        #expect(refused.map(\.notification.messageID) == [2])
+        guard case .goingAway = await events.next() else { throw CancellationError() }
+        // After GOAWAY nothing new is written: it comes straight back.
+        #expect(handler.send([Self.request(3)], authority: "localhost:2197"))
+        guard case .unanswered(let late, _) = await events.next() else { throw CancellationError() }
+        #expect(late.map(\.notification.messageID) == [3])
+
+        // The connection ends with stream 1 unanswered: every request is accounted for, then the events end.
+        channel.pipeline.fireChannelInactive()
+        guard case .unanswered(let lost, _) = await events.next() else { throw CancellationError() }
+        #expect(lost.map(\.notification.messageID) == [1])
+        guard case .closed = await events.next() else { throw CancellationError() }
+        #expect(await events.next() == nil)
+        #expect(!handler.send([Self.request(4)], authority: "localhost:2197"), "a finished connection takes nothing")
+    }
+}
