@@ -10,6 +10,8 @@ let swiftSettings: [SwiftSetting] = [
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
 let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
 let hummingbird = Target.Dependency.product(name: "Hummingbird", package: "hummingbird")
+let hummingbirdTLS = Target.Dependency.product(name: "HummingbirdTLS", package: "hummingbird")
+let hummingbirdCore = Target.Dependency.product(name: "HummingbirdCore", package: "hummingbird")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
 let multipartKit = Target.Dependency.product(name: "MultipartKit", package: "multipart-kit")
@@ -76,7 +78,8 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "Storage", hummingbird, multipartKit, nioCore, nioHTTP1, nioHTTPTypesHTTP1,
+                "Support", "Settings", "Observability", "APNs", "Storage", hummingbird, hummingbirdCore, hummingbirdTLS, nioSSL,
+                multipartKit, nioCore, nioHTTP1, nioHTTPTypesHTTP1,
                 postgres, logging, metrics,
             ],
             swiftSettings: swiftSettings

@@ -90,6 +90,8 @@ export PUSHCHAT_APNS_KEY_ID=${PUSHCHAT_APNS_KEY_ID:-DEVKEY0001} PUSHCHAT_APNS_TE
 
 api_port=$(port_or_free "${PUSHCHAT_API_PORT:-44447}")
 export PUSHCHAT_API_HOST=${PUSHCHAT_API_HOST:-127.0.0.1} PUSHCHAT_API_PORT=$api_port
+api_metrics=$(port_or_free "${PUSHCHAT_API_METRICS_PORT:-44449}")
+export PUSHCHAT_API_METRICS_PORT=$api_metrics
 
 echo "==> starting the API server (log: log/api_development.log)"
 "$bin/pushchat-api" serve development &
@@ -127,7 +129,7 @@ PushChat Server is running (development mode).
   Arrived        http://127.0.0.1:$status_port/  (the APNs simulator: a lock screen per device, updating live;
                  the same as JSON at /status.json)
                  log/apns-sim-notifications.jsonl (every notification the simulator accepted)
-  Metrics        $api/metrics   http://127.0.0.1:$push_status/metrics (push daemon; also /readyz)
+  Metrics        http://127.0.0.1:$api_metrics/metrics (API)   http://127.0.0.1:$push_status/metrics (push daemon; also /readyz)
   psql           psql '$PUSHCHAT_DATABASE_URL'
                  SELECT * FROM active_users;  SELECT message_id, device_token, payload, time_sent FROM push_queue;
   Logs           log/api_development.log  log/push_development.log  log/feedback_development.log

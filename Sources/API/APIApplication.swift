@@ -1,6 +1,9 @@
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOSSL
 import Observability
 import PostgresNIO
 import Settings
@@ -14,9 +17,12 @@ public enum APIApplication {
         logger: Logger,
         databaseTimeout: Duration = .seconds(10),
         metrics: MetricsRegistry = MetricsRegistry(),
-        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
-    ) -> some ApplicationProtocol {
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
+        onMetricsRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
+    ) throws(ConfigurationError) -> some ApplicationProtocol {
         let postgres = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-api", logger: logger)
+        let resolver = ClientAddressResolver(trustedProxies: configuration.limits.trustedProxies)
+        let counter = ConnectionCounter(maximum: configuration.limits.maxConnectionsPerIP)
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: AccessLogMiddleware())
         let controller = APIController(
@@ -25,23 +31,71 @@ public enum APIApplication {
             limits: configuration.limits,
             perIP: RateLimiter(rate: configuration.limits.ratePerIP, burst: configuration.limits.burstPerIP),
             perUDID: RateLimiter(rate: configuration.limits.ratePerUDID, burst: configuration.limits.burstPerUDID),
+            fanOut: FanOutBudget(limits: configuration.limits),
+            resolver: resolver,
             databaseTimeout: databaseTimeout,
             metrics: APIMetrics(registry: metrics),
             logger: logger
         )
         controller.addRoutes(to: router)
-        TestPages.addRoutes(to: router, mode: configuration.mode)
+        if configuration.exposure.testPages {
+            // Not on the open internet unless asked for (`api_test_pages`): they fill rooms and probe the database.
+            controller.addTestRoutes(to: router)
+            TestPages.addRoutes(to: router, mode: configuration.mode)
+        }
+        let metricsListener = MetricsListener(
+            host: configuration.exposure.metricsHost,
+            port: configuration.exposure.metricsPort,
+            registry: metrics,
+            logger: logger,
+            onRunning: onMetricsRunning
+        )
         return Application(
             router: router,
             // HTTP/1.0 requests without keep-alive get their answer and the connection closed, as the tutorial's server did.
-            server: .http1(configuration: .init(additionalChannelHandlers: [HTTP10ConnectionInstaller()])),
+            server: try server(configuration, counter: counter, resolver: resolver, logger: logger),
             configuration: .init(
                 address: .hostname(configuration.apiHost, port: configuration.apiPort),
                 serverName: "PushChat"
             ),
-            services: [postgres],
+            services: [postgres, metricsListener],
             onServerRunning: onServerRunning,
             logger: logger
         )
+    }
+
+    /// HTTP/1 with each connection guarded (the per-address cap, the header, body and idle timeouts), over TLS when
+    /// `api_tls_certificate` and `api_tls_key` are set.
+    static func server(
+        _ configuration: Configuration,
+        counter: ConnectionCounter,
+        resolver: ClientAddressResolver,
+        logger: Logger
+    ) throws(ConfigurationError) -> HTTPServerBuilder {
+        let limits = configuration.limits
+        let http1 = HTTPServerBuilder.http1(
+            configuration: .init(additionalChannelHandlers: [
+                HTTPConnectionInstaller(guardian: ConnectionGuard(limits: limits, counter: counter, resolver: resolver, logger: logger))
+            ])
+        )
+        guard let certificate = configuration.exposure.tlsCertificate, let key = configuration.exposure.tlsKey else { return http1 }
+        let tls: TLSConfiguration
+        do {
+            tls = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
+            )
+        } catch {
+            throw ConfigurationError(
+                code: .unreadableFile,
+                key: ConfigurationKey.apiTLSCertificate.environmentName,
+                reason: "cannot use \(certificate) with \(key) (PEM certificate chain and private key): \(error)"
+            )
+        }
+        do {
+            return try .tls(http1, tlsConfiguration: tls)
+        } catch {
+            throw ConfigurationError(code: .invalidValue, key: ConfigurationKey.apiTLSCertificate.environmentName, reason: "\(error)")
+        }
     }
 }

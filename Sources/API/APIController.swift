@@ -11,12 +11,16 @@ import Support
 /// `POST /api.php` (and `/api`): the PushChat app's commands.
 struct APIController: Sendable {
     static let errorHeader = HTTPField.Name("X-Error-Description")!
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
 
     let store: ChatStore
     let mode: Mode
     let limits: APILimits
     let perIP: RateLimiter
     let perUDID: RateLimiter
+    let fanOut: FanOutBudget
+    /// Who a request is from (`X-Forwarded-For` of trusted proxies believed).
+    let resolver: ClientAddressResolver
     /// How long a request may wait for the database before it is answered with 503.
     let databaseTimeout: Duration
     let metrics: APIMetrics
@@ -25,10 +29,13 @@ struct APIController: Sendable {
     func addRoutes(to router: Router<APIRequestContext>) {
         router.post("/api.php") { request, context in try await handle(request, context: context) }
         router.post("/api") { request, context in try await handle(request, context: context) }
-        router.get("/test/database") { _, _ in try await databaseCheck() }
         router.get("/healthz") { _, _ in Response.text(.ok, "ok") }
         router.get("/readyz") { _, _ in try await readiness() }
-        router.get("/metrics") { _, _ in Response.metrics(metrics.registry) }
+    }
+
+    /// The tutorial's database check, served with the test pages only.
+    func addTestRoutes(to router: Router<APIRequestContext>) {
+        router.get("/test/database") { _, _ in try await databaseCheck() }
     }
 
     /// Answers one command and counts it (by command and status) with its duration.
@@ -48,7 +55,10 @@ struct APIController: Sendable {
     }
 
     private func respond(_ request: Request, context: APIRequestContext, command name: inout String) async throws -> Response {
-        if let wait = perIP.take(context.remoteAddress?.ipAddress ?? "unknown") {
+        let peer = context.remoteAddress?.ipAddress.flatMap(ClientAddress.init)
+        let client = resolver.client(peer: peer, forwardedFor: request.headers[Self.forwardedFor])
+        let addressKey = client?.limitKey ?? "unknown"
+        if let wait = perIP.take(addressKey) {
             return Self.tooManyRequests(wait)
         }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.maxBodyBytes {
@@ -67,12 +77,16 @@ struct APIController: Sendable {
             return Self.tooManyRequests(wait)
         }
         do {
-            let store = self.store
-            let address = context.remoteAddress?.ipAddress
-            let maxRoomSize = limits.maxRoomSize
-            let metrics = self.metrics
+            let (store, maxRoomSize, metrics, fanOut) = (self.store, limits.maxRoomSize, self.metrics, self.fanOut)
             return try await withDeadline(databaseTimeout) {
-                try await Self.perform(command, store: store, clientAddress: address, maxRoomSize: maxRoomSize, metrics: metrics)
+                try await Self.perform(
+                    command,
+                    store: store,
+                    client: (client?.description, addressKey),
+                    maxRoomSize: maxRoomSize,
+                    fanOut: fanOut,
+                    metrics: metrics
+                )
             }
         } catch {
             return databaseFailure(error, doing: command.command)
@@ -82,20 +96,38 @@ struct APIController: Sendable {
     static func perform(
         _ command: APIRequest,
         store: ChatStore,
-        clientAddress: String?,
+        client: (address: String?, key: String),
         maxRoomSize: Int,
+        fanOut: FanOutBudget,
         metrics: APIMetrics
     ) async throws -> Response {
         switch command {
         case .join(let udid, let token, let name, let code):
-            guard try await store.join(udid: udid, token: token, name: name, code: code, ipAddress: clientAddress, maxRoomSize: maxRoomSize)
+            guard
+                try await store.join(udid: udid, token: token, name: name, code: code, ipAddress: client.address, maxRoomSize: maxRoomSize)
             else { return error(.forbidden, "Room is full") }
         case .leave(let udid):
             try await store.leave(udid: udid)
         case .update(let udid, let token):
             try await store.update(udid: udid, token: token)
         case .message(let udid, let text):
-            let result = try await store.message(udid: udid, text: text)
+            // The fan-out budget pays for the recipients before anything is queued; the statement refuses a room
+            // that grew past what was reserved, and what was not used goes back.
+            var reserved: Int?
+            if fanOut.isEnabled {
+                let recipients = try await store.recipientCount(udid: udid)
+                if let wait = fanOut.reserve(recipients, address: client.key, udid: udid) { return tooManyRequests(wait) }
+                reserved = recipients
+            }
+            let result: ChatStore.MessageResult
+            do {
+                result = try await store.message(udid: udid, text: text, maxRecipients: reserved)
+            } catch {
+                fanOut.refund(reserved ?? 0, address: client.key, udid: udid)
+                throw error
+            }
+            fanOut.refund((reserved ?? 0) - result.queued, address: client.key, udid: udid)
+            if result.refused { return tooManyRequests(.seconds(1)) }
             metrics.queued(result.queued)
             if result.messageID == nil {
                 store.logger.info("Message from a device that is in no room: nothing queued", metadata: ["api.udid": "\(udid)"])

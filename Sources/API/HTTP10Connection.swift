@@ -39,14 +39,22 @@ final class HTTP10ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 }
 
-/// Added by Hummingbird after its HTTP-types conversion; puts ``HTTP10ConnectionHandler`` before that conversion.
-final class HTTP10ConnectionInstaller: ChannelInboundHandler, RemovableChannelHandler {
+/// Added by Hummingbird after its HTTP-types conversion; puts the handlers that must see the HTTP/1 parts (or the raw
+/// bytes) where they can: ``ConnectionGuard``'s two sides and ``HTTP10ConnectionHandler``.
+final class HTTPConnectionInstaller: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = Any
+    let guardian: ConnectionGuard?
+
+    /// `guardian`: nil to install only the HTTP/1.0 handling (no limits).
+    init(guardian: ConnectionGuard?) { self.guardian = guardian }
 
     func handlerAdded(context: ChannelHandlerContext) {
         let pipeline = context.pipeline.syncOperations
-        if let codec = try? pipeline.handler(type: HTTP1ToHTTPServerCodec.self) {
-            try? pipeline.addHandler(HTTP10ConnectionHandler(), position: .before(codec))
+        guard let codec = try? pipeline.handler(type: HTTP1ToHTTPServerCodec.self) else { return }
+        try? pipeline.addHandler(HTTP10ConnectionHandler(), position: .before(codec))
+        if let guardian {
+            try? pipeline.addHandler(ConnectionGuard.RequestSide(guardian), position: .before(codec))
+            try? pipeline.addHandler(ConnectionGuard.RawSide(guardian), position: .first)
         }
     }
 

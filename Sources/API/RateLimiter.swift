@@ -1,23 +1,34 @@
 import NIOConcurrencyHelpers
-import Observability
-import Settings
-import Storage
 import Support
 
-/// Token buckets by key (client address, udid): each key may spend `burst` requests at once and regains `rate`
-/// per second. Idle, full buckets are dropped so memory stays bounded however many keys pass by.
+/// Token buckets by key (client address, udid): each key may spend `burst` at once and regains `rate` per second;
+/// a request costs 1, a message the notifications it queues.
+///
+/// Memory stays bounded however many keys pass by, and the work per call stays constant under a flood of new keys:
+/// keys are kept in the order they were last used, and each call looks at no more than two of the oldest, dropping
+/// those that have refilled (they behave like new ones) or, past `maximumKeys`, the least recently used.
 public final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: ContinuousClock.Instant
+        /// The touch this bucket's newest entry in `order` records.
+        var stamp: UInt64
     }
 
-    /// Requests per second regained; 0 turns the limiter off.
+    private struct State {
+        var buckets: [String: Bucket] = [:]
+        /// Touches, oldest first, from `head` on; an entry whose stamp is not its bucket's is stale.
+        var order: [(key: String, stamp: UInt64)] = []
+        var head = 0
+        var nextStamp: UInt64 = 0
+    }
+
+    /// Tokens per second regained; 0 turns the limiter off.
     public let rate: Double
-    /// Requests allowed at once.
+    /// Tokens available at once.
     public let burst: Double
     private let maximumKeys: Int
-    private let buckets = NIOLockedValueBox([String: Bucket]())
+    private let state = NIOLockedValueBox(State())
 
     public init(rate: Double, burst: Double, maximumKeys: Int = 100_000) {
         self.rate = rate
@@ -27,29 +38,62 @@ public final class RateLimiter: Sendable {
 
     public var isEnabled: Bool { rate > 0 }
 
-    /// Takes one token for `key`: `nil` when allowed, else how long until one is available.
-    public func take(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
+    /// Takes `cost` tokens for `key`: `nil` when allowed (taken), else how long until that many are back (nothing
+    /// taken). A cost above `burst` can never be paid at once: it waits as long as a full bucket would take.
+    public func take(_ key: String, cost: Double = 1, now: ContinuousClock.Instant = .now) -> Duration? {
         guard isEnabled else { return nil }
-        return buckets.withLockedValue { buckets in
-            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
-            let elapsed = bucket.updated.duration(to: now)
-            let seconds = elapsed.seconds
-            bucket.tokens = min(burst, bucket.tokens + max(0, seconds) * rate)
-            bucket.updated = now
-            guard bucket.tokens >= 1 else {
-                buckets[key] = bucket
-                return .milliseconds(Int64(((1 - bucket.tokens) / rate * 1000).rounded(.up)))
+        return state.withLockedValue { state in
+            var bucket = refilled(state.buckets[key], now: now)
+            defer { touch(&state, key, bucket, now: now) }
+            guard bucket.tokens >= cost else {
+                let missing = min(cost, burst) - bucket.tokens
+                return .milliseconds(max(1, Int64((max(missing, 0) / rate * 1000).rounded(.up))))
             }
-            bucket.tokens -= 1
-            buckets[key] = bucket
-            if buckets.count > maximumKeys { prune(&buckets, now: now) }
+            bucket.tokens -= cost
             return nil
         }
     }
 
-    /// Drops buckets that have refilled completely (they behave like new ones).
-    private func prune(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
-        let refill = Duration.milliseconds(Int64(burst / rate * 1000) + 1)
-        buckets = buckets.filter { $0.value.updated.duration(to: now) < refill }
+    /// Gives back `amount` tokens taken for `key` and not used (never above `burst`).
+    public func refund(_ key: String, _ amount: Double, now: ContinuousClock.Instant = .now) {
+        guard isEnabled, amount > 0 else { return }
+        state.withLockedValue { state in
+            var bucket = refilled(state.buckets[key], now: now)
+            bucket.tokens = min(burst, bucket.tokens + amount)
+            touch(&state, key, bucket, now: now)
+        }
+    }
+
+    /// How many keys are kept (for tests of the bound).
+    var keyCount: Int { state.withLockedValue { $0.buckets.count } }
+
+    private func refilled(_ bucket: Bucket?, now: ContinuousClock.Instant) -> Bucket {
+        guard var bucket else { return Bucket(tokens: burst, updated: now, stamp: 0) }
+        bucket.tokens = min(burst, bucket.tokens + max(0, bucket.updated.duration(to: now).seconds) * rate)
+        bucket.updated = now
+        return bucket
+    }
+
+    /// Stores `bucket` as the newest use of `key`, then forgets at most two old keys.
+    private func touch(_ state: inout State, _ key: String, _ bucket: Bucket, now: ContinuousClock.Instant) {
+        var bucket = bucket
+        state.nextStamp += 1
+        bucket.stamp = state.nextStamp
+        state.buckets[key] = bucket
+        state.order.append((key, bucket.stamp))
+        let refillTime = Duration.milliseconds(Int64(burst / rate * 1000) + 1)
+        for _ in 0..<2 where state.head < state.order.count {
+            let (oldKey, stamp) = state.order[state.head]
+            if let old = state.buckets[oldKey], old.stamp == stamp {
+                let idle = old.updated.duration(to: now) >= refillTime
+                guard idle || state.buckets.count > maximumKeys else { break }
+                state.buckets[oldKey] = nil
+            }
+            state.head += 1
+        }
+        if state.head > 1024 && state.head * 2 > state.order.count {
+            state.order.removeFirst(state.head)
+            state.head = 0
+        }
     }
 }

@@ -72,7 +72,10 @@ struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Prune: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete sent and failed rows older than the retention, in batches.")
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Delete sent and failed rows older than --older-than, and old messages, users without a token and handled invalid-token reports (retention_*), in batches."
+        )
         @OptionGroup var options: ProcessOptions
         @Option(name: .customLong("older-than"), help: "Retention, e.g. 7d, 12h, 3600.")
         var olderThan: String
@@ -85,8 +88,15 @@ struct QueueCommand: AsyncParsableCommand {
 
         func run() async throws {
             let age = Configuration.parseDuration(olderThan) ?? .seconds(7 * 86_400)
+            let retention = try options.configuration().retention
             try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
                 print("\(try await admin.prune(olderThan: age)) rows older than \(olderThan) deleted")
+                let pruned = try await admin.pruneRetention(retention)
+                print(
+                    "retention: \(pruned.messages) messages older than \(retention.messages.days), "
+                        + "\(pruned.tokenlessUsers) users without a token after \(retention.tokenlessUsers.days), "
+                        + "\(pruned.invalidTokens) handled invalid-token reports older than \(retention.invalidTokens.days) deleted"
+                )
             }
         }
     }
@@ -113,5 +123,16 @@ struct TestPushCommand: AsyncParsableCommand {
             let id = try await admin.queueTest(token: token.lowercased(), message: message)
             print("queued message \(id)")
         }
+    }
+}
+
+extension Duration {
+    /// `30d`, `12h` or `90s`, for the prune job's line; `forever` for zero.
+    var days: String {
+        let seconds = Int64(self.seconds)
+        if seconds == 0 { return "forever (kept)" }
+        if seconds % 86_400 == 0 { return "\(seconds / 86_400)d" }
+        if seconds % 3600 == 0 { return "\(seconds / 3600)h" }
+        return "\(seconds)s"
     }
 }

@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "API server starting (\(configuration.mode.rawValue) mode)",
                 metadata: ["db.url": "\(configuration.databaseURL)"]
             )
-            let app = APIApplication.build(configuration: configuration, logger: logger)
+            let app = try APIApplication.build(configuration: configuration, logger: logger)
             try await app.runService()
             logger.info("API server stopped")
         }

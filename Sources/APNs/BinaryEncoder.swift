@@ -27,12 +27,7 @@ public struct BinaryEncoder: Sendable {
             return UnsendableReason(description: "payload of \(payload.count) bytes exceeds the binary limit of 2048")
         }
         let priority = notification.priority.flatMap { $0 == 5 || $0 == 10 ? UInt8($0) : nil } ?? self.priority
-        let expiry: UInt32
-        if let expiration = notification.expiration {
-            expiry = UInt32(clamping: max(0, Int64(expiration.timeIntervalSince1970)))
-        } else {
-            expiry = self.expiry == 0 ? 0 : UInt32(clamping: Int64(now.timeIntervalSince1970) + Int64(self.expiry))
-        }
+        let expiry = UInt32(clamping: notification.expiry(defaultExpiry: self.expiry, now: now))
         BinaryFrame.writeFrame(
             into: &buffer,
             token: token,

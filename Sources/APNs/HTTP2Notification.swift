@@ -42,12 +42,7 @@ public struct HTTP2Notification: Sendable, Equatable {
         guard size <= limit else { throw UnsendableReason(description: "payload of \(size) bytes exceeds the limit of \(limit)") }
         let priority = notification.priority ?? defaultPriority
         guard [1, 5, 10].contains(priority) else { throw UnsendableReason(description: "priority \(priority) is not 10, 5 or 1") }
-        let expiration: Int64
-        if let date = notification.expiration {
-            expiration = max(0, Int64(date.timeIntervalSince1970))
-        } else {
-            expiration = defaultExpiry == 0 ? 0 : Int64(now.timeIntervalSince1970) + Int64(defaultExpiry)
-        }
+        let expiration = notification.expiry(defaultExpiry: defaultExpiry, now: now)
         apnsID = Self.apnsID(messageID: notification.messageID)
         path = "/3/device/" + token.lowercased()
         var headers: [(String, String)] = [

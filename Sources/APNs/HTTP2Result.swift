@@ -30,8 +30,14 @@ public struct HTTP2Result: Sendable, Equatable {
 
     public enum Verdict: Sendable, Equatable {
         case sent
-        /// Failed for good; `invalidTokenAt` when the token must be pruned by the feedback job.
-        case failed(invalidTokenAt: Date?)
+        /// 410: Apple says to stop sending to this token. Failed, and the token recorded for the feedback job with
+        /// Apple's timestamp (`since`; nil: the database's clock).
+        case unregistered(since: Date?)
+        /// 400 `BadDeviceToken` / `DeviceTokenNotForTopic`: not valid for this topic and environment. Failed, but
+        /// never a reason to delete a user (when most answers say so, the provider is misconfigured).
+        case wrongEnvironment
+        /// Failed for good (another 4xx).
+        case failed
         /// Try this row again later (429 for its token; 500/503).
         case retryLater
         /// 403 ExpiredProviderToken: make a new token and resend.
@@ -41,15 +47,15 @@ public struct HTTP2Result: Sendable, Equatable {
     }
 
     /// Apple's documented handling of each answer.
-    public func verdict(now: Date) -> Verdict {
+    public var verdict: Verdict {
         switch (status, reason ?? "") {
         case (200, _): .sent
-        case (410, _): .failed(invalidTokenAt: timestamp ?? now)
-        case (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): .failed(invalidTokenAt: now)
+        case (410, _): .unregistered(since: timestamp)
+        case (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): .wrongEnvironment
         case (403, "ExpiredProviderToken"): .expiredToken
         case (403, _): .authenticationFailed
         case (429, _), (500...599, _): .retryLater
-        default: .failed(invalidTokenAt: nil)
+        default: .failed
         }
     }
 

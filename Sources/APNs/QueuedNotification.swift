@@ -14,6 +14,9 @@ public struct QueuedNotification: Sendable, Equatable {
     /// HTTP/2 only: the row's `apns-collapse-id` and `apns-push-type` (default `alert`).
     public let collapseID: String?
     public let pushType: String?
+    /// When it was queued: rows without their own expiration expire `apns_expiry` seconds after this, the same
+    /// instant on every attempt.
+    public let queuedAt: Date?
     /// Times this daemon retried it after a processing error (binary status 1 or 255).
     public var retries = 0
 
@@ -24,7 +27,8 @@ public struct QueuedNotification: Sendable, Equatable {
         priority: Int? = nil,
         expiration: Date? = nil,
         collapseID: String? = nil,
-        pushType: String? = nil
+        pushType: String? = nil,
+        queuedAt: Date? = nil
     ) {
         self.messageID = messageID
         self.deviceToken = deviceToken
@@ -33,6 +37,21 @@ public struct QueuedNotification: Sendable, Equatable {
         self.expiration = expiration
         self.collapseID = collapseID
         self.pushType = pushType
+        self.queuedAt = queuedAt
+    }
+
+    /// The expiry APNs gets, in epoch seconds (0: deliver once, do not store): the row's own `expiration`, else
+    /// `defaultExpiry` seconds after it was queued (after `now` for a row that does not say when).
+    public func expiry(defaultExpiry: UInt32, now: Date) -> Int64 {
+        if let expiration { return max(0, Int64(expiration.timeIntervalSince1970)) }
+        guard defaultExpiry > 0 else { return 0 }
+        return Int64((queuedAt ?? now).timeIntervalSince1970) + Int64(defaultExpiry)
+    }
+
+    /// Past its expiry: APNs would not deliver it any more, so it is failed as expired instead of sent (again).
+    public func isExpired(defaultExpiry: UInt32, now: Date) -> Bool {
+        let expiry = expiry(defaultExpiry: defaultExpiry, now: now)
+        return expiry > 0 && Double(expiry) < now.timeIntervalSince1970
     }
 
     /// The binary notification identifier: the message id's low 32 bits (unique within any in-flight window).

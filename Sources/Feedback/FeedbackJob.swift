@@ -17,20 +17,29 @@ public struct FeedbackJob: Sendable {
     /// For the feedback service; nil: do not read it.
     let tls: NIOSSLContext?
     let timeout: Duration
+    /// Delete even more users than `feedback_max_prune` allows (`--force`).
+    let force: Bool
     let logger: Logger
 
-    public init(configuration: Configuration, tls: NIOSSLContext?, timeout: Duration = .seconds(60), logger: Logger) {
+    public init(
+        configuration: Configuration,
+        tls: NIOSSLContext?,
+        timeout: Duration = .seconds(60),
+        force: Bool = false,
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.tls = tls
         self.timeout = timeout
+        self.force = force
         self.logger = logger
     }
 
     /// The job for `configuration`'s transport: binary reads the feedback service (with the provider certificate),
     /// HTTP/2 does not (and needs no certificate).
-    public init(configuration: Configuration, timeout: Duration = .seconds(60), logger: Logger) throws {
+    public init(configuration: Configuration, timeout: Duration = .seconds(60), force: Bool = false, logger: Logger) throws {
         let tls = configuration.apns.transport == .binary ? try configuration.apns.clientTLSContext() : nil
-        self.init(configuration: configuration, tls: tls, timeout: timeout, logger: logger)
+        self.init(configuration: configuration, tls: tls, timeout: timeout, force: force, logger: logger)
     }
 
     public func run() async throws -> FeedbackReport {
@@ -104,6 +113,7 @@ public struct FeedbackJob: Sendable {
                     "database error while storing \(read.tuples.count) feedback tuples (the service will not send them again): \(Self.describe(error))"
             )
         }
+        try await checkPruneLimit(store)
         do {
             let applied = try await store.applyInvalidTokens()
             report.deletedByFeedback = applied.feedback.deleted
@@ -118,6 +128,30 @@ public struct FeedbackJob: Sendable {
             )
         }
         return report
+    }
+
+    /// Refuses a run that would delete more users than `feedback_max_prune` allows, unless `--force`: a sudden mass of
+    /// reports is a misconfiguration far more often than users leaving. The reports stay pending.
+    func checkPruneLimit(_ store: FeedbackStore) async throws {
+        let pending: (wouldDelete: Int, usersWithToken: Int)
+        do {
+            pending = try await store.pendingDeletions()
+        } catch {
+            throw FeedbackError(code: .database, reason: "database error while counting deletions: \(Self.describe(error))")
+        }
+        let limit = configuration.feedbackMaxPrune.limit(usersWithToken: pending.usersWithToken)
+        guard pending.wouldDelete > limit else { return }
+        let summary = "the reports would delete \(pending.wouldDelete) of \(pending.usersWithToken) users with a token"
+        if force {
+            logger.warning("\(summary), more than feedback_max_prune (\(configuration.feedbackMaxPrune)); deleting them (--force)")
+            return
+        }
+        throw FeedbackError(
+            code: .tooManyDeletions,
+            reason:
+                "\(summary), more than feedback_max_prune (\(configuration.feedbackMaxPrune) = \(limit)); nothing deleted, the reports stay "
+                + "pending. Check the APNs environment and topic; if Apple really reported them, run pushchat-feedback --force"
+        )
     }
 
     static func describe(_ error: any Error) -> String {

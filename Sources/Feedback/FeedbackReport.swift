@@ -58,4 +58,6 @@ extension ErrorCode where Domain == FeedbackError {
     public static let service = Self("service")
     /// The feedback service sent bytes that are not tuples.
     public static let malformedData = Self("malformedData")
+    /// More deletions than `feedback_max_prune` allows, without `--force`.
+    public static let tooManyDeletions = Self("tooManyDeletions")
 }

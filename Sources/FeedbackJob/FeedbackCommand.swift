@@ -18,6 +18,9 @@ struct FeedbackCommand: AsyncParsableCommand {
     @Option(help: "Seconds the feedback service may take before the run gives up.")
     var timeout: Double = 60
 
+    @Flag(help: "Delete the reported users even when they are more than feedback_max_prune allows.")
+    var force = false
+
     @Option(
         name: .customLong("metrics-file"),
         help: "Also write this run's figures to this file in the Prometheus text format (for a textfile collector)."
@@ -27,7 +30,12 @@ struct FeedbackCommand: AsyncParsableCommand {
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-feedback") {
             let (configuration, logger) = try options.start(process: "feedback", label: "pushchat-feedback")
-            let job = try FeedbackJob(configuration: configuration, timeout: .milliseconds(Int64(timeout * 1000)), logger: logger)
+            let job = try FeedbackJob(
+                configuration: configuration,
+                timeout: .milliseconds(Int64(timeout * 1000)),
+                force: force,
+                logger: logger
+            )
             let start = ContinuousClock.now
             var report: FeedbackReport?
             do {

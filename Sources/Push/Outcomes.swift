@@ -50,26 +50,18 @@ final class Outcomes: Sendable {
         wake.signal()
     }
 
-    /// A row failed for good; `kind` labels the metric, `source` says where an invalid token came from.
+    /// A row failed for good; `kind` labels the metric. `unregistered`: Apple said to stop sending to its token
+    /// (HTTP/2 410), recorded for the feedback job; nothing else ever leads to deleting a user.
     func failed(
         _ item: QueuedNotification,
         status: String,
         reason: String,
         kind: String,
-        invalidTokenAt: Date? = nil,
-        source: String? = nil
+        unregistered: PushQueue.InvalidToken? = nil
     ) {
         pending.withLockedValue { batch in
             batch.failed.append(PushQueue.Failure(messageID: item.messageID, status: status, reason: reason, kind: kind))
-            if let invalidTokenAt {
-                batch.invalidTokens.append(
-                    PushQueue.InvalidToken(
-                        token: item.deviceToken,
-                        reportedAt: invalidTokenAt,
-                        source: source ?? "binary status \(status)"
-                    )
-                )
-            }
+            if let unregistered { batch.invalidTokens.append(unregistered) }
         }
         wake.signal()
     }

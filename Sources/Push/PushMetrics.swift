@@ -20,6 +20,7 @@ import Support
 /// | `pushchat.gateway.reconnects` | counter | connection attempts after the first |
 /// | `pushchat.queue.depth` | gauge | rows waiting (sampled) |
 /// | `pushchat.queue.oldest_pending_age` | gauge | seconds the oldest waiting row has waited (sampled) |
+/// | `pushchat.push.wrong_environment` | gauge | 1 while most answers are BadDeviceToken/DeviceTokenNotForTopic (status 8) |
 public struct PushMetrics: Sendable {
     public let registry: MetricsRegistry
     let sent: Counter
@@ -30,6 +31,8 @@ public struct PushMetrics: Sendable {
     let reconnects: Counter
     let queueDepth: Meter
     let oldestPendingAge: Meter
+    /// 1 while most recent answers say the tokens are not valid for this topic and environment.
+    let wrongEnvironment: Meter
 
     public init(registry: MetricsRegistry) {
         self.registry = registry
@@ -41,6 +44,7 @@ public struct PushMetrics: Sendable {
         reconnects = registry.counter("pushchat.gateway.reconnects")
         queueDepth = registry.meter("pushchat.queue.depth")
         oldestPendingAge = registry.meter("pushchat.queue.oldest_pending_age")
+        wrongEnvironment = registry.meter("pushchat.push.wrong_environment")
         connected.set(0)
         queueDepth.set(0)
         oldestPendingAge.set(0)

@@ -113,7 +113,7 @@ public final class PushService: Service, Sendable {
             signal: signal,
             shutdown: ShutdownFlag(signal: signal),
             metrics: metrics,
-            status: PushStatus(),
+            status: PushStatus(alarm: metrics.wrongEnvironment, logger: logger),
             logger: logger
         )
     }

@@ -1,19 +1,53 @@
-import APNs
+import Logging
 import Metrics
 import NIOConcurrencyHelpers
-import Observability
-import Settings
-import Storage
-import Support
 
-/// What `/readyz` needs to know about the daemon: how many gateway connections are up.
+/// What `/readyz` needs to know about the daemon: how many gateway connections are up, and whether APNs refuses most
+/// tokens as not valid for this topic and environment (see ``WrongEnvironmentWindow``).
 public final class PushStatus: Sendable {
-    private let connections = NIOLockedValueBox(0)
+    private struct State {
+        var connections = 0
+        var environment = WrongEnvironmentWindow()
+    }
 
-    public init() {}
+    private let state = NIOLockedValueBox(State())
+    /// 1 while the wrong-environment alarm is up (`pushchat_push_wrong_environment`).
+    private let alarm: Meter?
+    private let logger: Logger?
 
-    public var connectedCount: Int { connections.withLockedValue { $0 } }
+    public init(alarm: Meter? = nil, logger: Logger? = nil) {
+        self.alarm = alarm
+        self.logger = logger
+        alarm?.set(0)
+    }
 
-    func connectionOpened() { connections.withLockedValue { $0 += 1 } }
-    func connectionClosed() { connections.withLockedValue { $0 -= 1 } }
+    public var connectedCount: Int { state.withLockedValue { $0.connections } }
+
+    /// The alarm is up: most recent answers were `BadDeviceToken`/`DeviceTokenNotForTopic` (binary: status 8).
+    public var wrongEnvironment: Bool { state.withLockedValue { $0.environment.isRaised } }
+
+    func connectionOpened() { state.withLockedValue { $0.connections += 1 } }
+    func connectionClosed() { state.withLockedValue { $0.connections -= 1 } }
+
+    /// Counts answers: `wrong` of them said the token is not valid for this topic and environment, `other` said
+    /// anything else (accepted, or another reason).
+    func answered(wrong: Int = 0, other: Int = 0) {
+        let (change, share) = state.withLockedValue { state -> (WrongEnvironmentWindow.Change?, Double) in
+            var change = state.environment.record(wrong: false, count: other)
+            change = state.environment.record(wrong: true, count: wrong) ?? change
+            return (change, state.environment.share)
+        }
+        switch change {
+        case .raised:
+            alarm?.set(1)
+            logger?.critical(
+                "APNs refuses \(Int(share * 100))% of recent tokens as BadDeviceToken or DeviceTokenNotForTopic: wrong topic or environment? (sandbox tokens sent to production, or the wrong apns_topic). Those notifications fail; no user is deleted for it"
+            )
+        case .cleared:
+            alarm?.set(0)
+            logger?.notice("APNs accepts most tokens again: the wrong-environment alarm is cleared")
+        case nil:
+            break
+        }
+    }
 }

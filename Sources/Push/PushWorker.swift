@@ -1,3 +1,6 @@
+import APNs
+import Foundation
+import Logging
 import Settings
 import Storage
 
@@ -5,6 +8,7 @@ import Storage
 /// the shared queue, reconnecting with backoff until graceful shutdown, over one ``WorkerContext``.
 protocol PushWorker: Sendable {
     var context: WorkerContext { get }
+    var logger: Logger { get }
     /// Runs until graceful shutdown, then gives back what it holds.
     func run() async
 }
@@ -19,4 +23,16 @@ extension PushWorker {
     var shutdown: ShutdownFlag { context.shutdown }
     var metrics: PushMetrics { context.metrics }
     var status: PushStatus { context.status }
+
+    /// Fails a row past its expiry as `expired` instead of sending it (again): APNs would not deliver it any more.
+    /// Returns whether it did.
+    func failIfExpired(_ notification: QueuedNotification, now: Date) -> Bool {
+        guard notification.isExpired(defaultExpiry: settings.expirySeconds, now: now) else { return false }
+        logger.warning(
+            "Message \(notification.messageID) expired before it could be sent",
+            metadata: ["push.message_id": "\(notification.messageID)"]
+        )
+        outcomes.failed(notification, status: "expired", reason: "expired before it could be sent", kind: "expired")
+        return true
+    }
 }

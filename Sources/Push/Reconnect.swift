@@ -18,6 +18,24 @@ enum Reconnect {
         }
     }
 
+    /// Between two connections: none after graceful shutdown (false: stop), at once after a connection that made
+    /// progress (the gateway answered), else after the next backoff delay.
+    static func next(
+        _ backoff: inout Backoff,
+        progressed: Bool,
+        signal: QueueSignal,
+        shutdown: ShutdownFlag,
+        logger: Logger
+    ) async -> Bool {
+        if shutdown.isRequested { return false }
+        if progressed {
+            backoff.reset()
+            return true
+        }
+        await pause(&backoff, signal: signal, shutdown: shutdown, logger: logger)
+        return true
+    }
+
     /// Gives rows that were never sent back to the queue for the next daemon.
     static func giveBack(_ carry: [QueuedNotification], outcomes: Outcomes, logger: Logger) {
         guard !carry.isEmpty else { return }

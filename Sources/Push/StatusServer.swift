@@ -42,6 +42,12 @@ enum StatusServer {
             return Response.text(.serviceUnavailable, "database unreachable")
         }
         guard status.connectedCount > 0 else { return Response.text(.serviceUnavailable, "not connected to the gateway") }
+        if status.wrongEnvironment {
+            return Response.text(
+                .serviceUnavailable,
+                "APNs refuses most tokens (BadDeviceToken/DeviceTokenNotForTopic): wrong topic or environment?"
+            )
+        }
         return Response.text(.ok, "ready")
     }
 }

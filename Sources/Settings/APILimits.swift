@@ -15,6 +15,21 @@ public struct APILimits: Sendable {
     public var maxRoomSize = 10_000
     /// Largest request body in bytes (`api_max_body`); larger bodies get 413. Default 64 KiB.
     public var maxBodyBytes = 64 * 1024
+    /// Notifications (recipients, not requests) one client address may queue per minute (`api_fanout_per_ip`; 0: no
+    /// limit). Default 20,000: at most that many in any minute, half of it at once.
+    public var fanOutPerIP: Double = 20_000
+    /// The same per device (`api_fanout_per_udid`). Default 10,000.
+    public var fanOutPerUDID: Double = 10_000
+    /// Connections open at once from one client address (`api_max_connections_per_ip`; 0: no limit, behind a proxy
+    /// that is every client). Default 64.
+    public var maxConnectionsPerIP = 64
+    /// How long a client may take to send a request's head (`api_header_timeout`), its body (`api_body_timeout`),
+    /// and how long a kept-alive connection may sit idle (`api_idle_timeout`). Defaults 30 s, 30 s, 60 s.
+    public var headerTimeout: Duration = .seconds(30)
+    public var bodyTimeout: Duration = .seconds(30)
+    public var idleTimeout: Duration = .seconds(60)
+    /// Proxies whose `X-Forwarded-For` is believed (`api_trusted_proxies`: CIDRs, comma-separated). Default none.
+    public var trustedProxies: [CIDR] = []
 
     public init() {}
 
@@ -24,6 +39,9 @@ public struct APILimits: Sendable {
         limits.ratePerIP = 0
         limits.ratePerUDID = 0
         limits.maxRoomSize = 0
+        limits.fanOutPerIP = 0
+        limits.fanOutPerUDID = 0
+        limits.maxConnectionsPerIP = 0
         return limits
     }
 
@@ -35,6 +53,37 @@ public struct APILimits: Sendable {
         if let size = try Self.number(.apiMaxRoomSize, source) {
             guard size == size.rounded() else { throw Configuration.invalid(.apiMaxRoomSize, source, "expected a whole number") }
             maxRoomSize = Int(size)
+        }
+        fanOutPerIP = try Self.number(.apiFanoutPerIP, source) ?? fanOutPerIP
+        fanOutPerUDID = try Self.number(.apiFanoutPerUDID, source) ?? fanOutPerUDID
+        if let count = try Self.number(.apiMaxConnectionsPerIP, source) {
+            guard count == count.rounded() else { throw Configuration.invalid(.apiMaxConnectionsPerIP, source, "expected a whole number") }
+            maxConnectionsPerIP = Int(count)
+        }
+        for (key, keyPath, ceiling) in [
+            (ConfigurationKey.apiHeaderTimeout, \APILimits.headerTimeout, Duration.seconds(30)),
+            (.apiBodyTimeout, \APILimits.bodyTimeout, .seconds(30)),
+            (.apiIdleTimeout, \APILimits.idleTimeout, .seconds(60)),
+        ] {
+            guard let text = source.value(key) else { continue }
+            guard let value = Configuration.parseDuration(text), value > .zero, value <= ceiling * 10 else {
+                throw Configuration.invalid(key, source, "expected a duration from 1ms to \((ceiling * 10).formatted), got '\(text)'")
+            }
+            self[keyPath: keyPath] = value
+        }
+        if let text = source.value(.apiTrustedProxies) {
+            var networks: [CIDR] = []
+            for entry in text.split(separator: ",").map({ $0.trimmingWhitespace() }) where !entry.isEmpty {
+                guard let network = CIDR(entry) else {
+                    throw Configuration.invalid(
+                        .apiTrustedProxies,
+                        source,
+                        "'\(entry)' is not an address or network (e.g. 127.0.0.1/32, 10.0.0.0/8, ::1)"
+                    )
+                }
+                networks.append(network)
+            }
+            trustedProxies = networks
         }
         if let text = source.value(.apiMaxBody) {
             guard let bytes = Int(text), (256...(16 << 20)).contains(bytes) else {

@@ -31,6 +31,12 @@ public struct Configuration: Sendable {
     public var apns: APNsSettings
     /// How the push daemon drains the queue.
     public var push = PushSettings()
+    /// The test pages and the API's metrics listener.
+    public var exposure: ExposureSettings
+    /// The most users one feedback run may delete without `--force`.
+    public var feedbackMaxPrune = PruneLimit.default
+    /// What the prune job deletes besides old notifications.
+    public var retention = RetentionSettings()
 
     public init(
         mode: Mode,
@@ -51,6 +57,7 @@ public struct Configuration: Sendable {
         self.pollInterval = pollInterval
         self.migrationsDirectory = migrationsDirectory
         self.apns = APNsSettings(mode: mode)
+        self.exposure = ExposureSettings(mode: mode)
     }
 
     /// Reads and validates every setting; the first bad one throws an error naming its key.
@@ -106,6 +113,24 @@ public struct Configuration: Sendable {
         apns = try APNsSettings(source: source)
         push = try PushSettings(source: source)
         limits = try APILimits(source: source)
+        exposure = try ExposureSettings(source: source)
+        retention = try RetentionSettings(source: source)
+        if let text = source.value(.feedbackMaxPrune) {
+            guard let limit = PruneLimit(parsing: text) else {
+                throw Self.invalid(.feedbackMaxPrune, source, "expected a number of users or a percentage (e.g. 250 or 10%), got '\(text)'")
+            }
+            feedbackMaxPrune = limit
+        }
+        for (key, keyPath) in [
+            (ConfigurationKey.databaseStatementTimeout, \DatabaseURL.statementTimeout),
+            (ConfigurationKey.databaseLockTimeout, \DatabaseURL.lockTimeout),
+        ] {
+            guard let text = source.value(key) else { continue }
+            guard let value = Self.parseDuration(text), value >= .zero else {
+                throw Self.invalid(key, source, "expected a duration (e.g. 30s, 500ms; 0: no limit), got '\(text)'")
+            }
+            databaseURL[keyPath: keyPath] = value
+        }
     }
 
     /// Loads the configuration for `mode` from `path` (or the default file) and `environment`.

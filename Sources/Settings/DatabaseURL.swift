@@ -31,6 +31,11 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     public var tlsMode: TLSMode
     /// Trusted roots for `verify-ca`/`verify-full` (`sslrootcert`); nil: the system's.
     public var rootCertificateFile: String?
+    /// Every session's `statement_timeout` (`database_statement_timeout`): a statement stuck behind an operator's
+    /// open transaction fails after it instead of holding a request or a drain forever. Default 30 s; zero: none.
+    public var statementTimeout: Duration = .seconds(30)
+    /// Every session's `lock_timeout` (`database_lock_timeout`). Default 10 s; zero: none.
+    public var lockTimeout: Duration = .seconds(10)
     /// The Unix-socket directory, when the URL names one.
     public var socketDirectory: String?
 

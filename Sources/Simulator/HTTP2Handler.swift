@@ -164,6 +164,7 @@ final class HTTP2Handler: ChannelInboundHandler {
         guard size > 0 else { return .init(status: 400, reason: "PayloadEmpty") }
         let limit = pushType == "voip" ? HTTP2Notification.voipPayloadLimit : HTTP2Notification.payloadLimit
         guard size <= limit else { return .init(status: 413, reason: "PayloadTooLarge") }
+        if options.otherEnvironment { return .init(status: 400, reason: "BadDeviceToken") }
         if state.isUnregistered(token) {
             return .init(status: 410, reason: "Unregistered", timestamp: Int64(Date().timeIntervalSince1970 * 1000) - 60_000)
         }

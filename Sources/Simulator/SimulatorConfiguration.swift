@@ -105,6 +105,9 @@ public struct SimulatorConfiguration: Sendable {
         public var silentRequests = 0
         /// Wait this long before each answer.
         public var answerDelay: Duration?
+        /// Every token is from the other environment (sandbox tokens sent to production): each request is answered
+        /// 400 BadDeviceToken, as Apple does.
+        public var otherEnvironment = false
 
         public init() {}
     }

@@ -44,38 +44,47 @@ enum ChatStatements {
         func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
     }
 
-    /// `message`: store it and queue the payload for every other member with a token, in one statement.
-    /// Returns the message id (nil when the sender is in no room), the rows queued, and the sender's nickname when
-    /// the row predates `alert_name` (nothing was written then).
+    /// `message`: store it and queue the payload for every other member with a token, in one statement, unless they
+    /// are more than `maxRecipients` (-1: no limit; the fan-out budget reserved that many): then nothing is written.
+    /// Returns the message id (nil when the sender is in no room or the recipients were too many), the rows queued,
+    /// the sender's nickname when the row predates `alert_name` (nothing was written then), and the recipients.
     struct Message: PostgresPreparedStatement {
         static let sql = """
             WITH sender AS (
                 SELECT nickname, alert_name, secret_code, device_token FROM active_users WHERE udid = $1
+            ), recipients AS (
+                SELECT DISTINCT u.device_token FROM active_users u JOIN sender s ON u.secret_code = s.secret_code
+                WHERE s.alert_name IS NOT NULL AND u.udid <> $1 AND u.device_token <> '0' AND u.device_token <> s.device_token
+            ), allowed AS (
+                SELECT $6 < 0 OR (SELECT count(*) FROM recipients) <= $6 AS ok
             ), stored AS (
                 INSERT INTO messages (secret_code, sender_udid, sender_name, text)
-                SELECT secret_code, $1, nickname, $2 FROM sender WHERE alert_name IS NOT NULL
+                SELECT secret_code, $1, nickname, $2 FROM sender WHERE alert_name IS NOT NULL AND (SELECT ok FROM allowed)
                 RETURNING id
             ), queued AS (
                 INSERT INTO push_queue (device_token, payload)
-                SELECT DISTINCT u.device_token, $3 || s.alert_name || ': ' || $4 || $5
-                FROM active_users u JOIN sender s ON u.secret_code = s.secret_code
-                WHERE s.alert_name IS NOT NULL AND u.udid <> $1 AND u.device_token <> '0' AND u.device_token <> s.device_token
+                SELECT r.device_token, $3 || s.alert_name || ': ' || $4 || $5 FROM recipients r, sender s
+                WHERE (SELECT ok FROM allowed)
                 RETURNING 1
             )
-            SELECT (SELECT id FROM stored), (SELECT count(*) FROM queued), (SELECT nickname FROM sender WHERE alert_name IS NULL)
+            SELECT (SELECT id FROM stored), (SELECT count(*) FROM queued), (SELECT nickname FROM sender WHERE alert_name IS NULL),
+                   (SELECT count(*) FROM recipients)
             """
-        typealias Row = (Int64?, Int64, String?)
+        typealias Row = (Int64?, Int64, String?, Int64)
 
         let udid: String
         let text: String
+        /// -1: no limit.
+        let maxRecipients: Int
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 5)
+            var bindings = PostgresBindings(capacity: 6)
             bindings.append(udid)
             bindings.append(text)
             bindings.append(PushPayload.prefix)
             bindings.append(PushPayload.alertText(text))
             bindings.append(PushPayload.suffix)
+            bindings.append(Int64(maxRecipients))
             return bindings
         }
 

@@ -21,6 +21,8 @@ public struct ChatStore: Sendable {
         public let messageID: Int64?
         /// How many notifications were queued.
         public let queued: Int
+        /// The room had more recipients than allowed: nothing was written.
+        public var refused = false
     }
 
     /// Most messages one `fetch` returns.
@@ -47,9 +49,7 @@ public struct ChatStore: Sendable {
             ipAddress: ipAddress,
             maxRoomSize: maxRoomSize
         )
-        var joined = false
-        for try await _ in try await client.execute(statement, logger: logger) { joined = true }
-        return joined
+        return try await execute(statement).count > 0
     }
 
     /// Removes the device; returns whether it was registered.
@@ -71,13 +71,16 @@ public struct ChatStore: Sendable {
 
     /// Stores the message and queues one notification per other member of the sender's room that has a token
     /// (each token once, never the sender's), in one statement.
-    public func message(udid: String, text: String) async throws -> MessageResult {
+    /// Stores a message and queues it for the sender's room, unless it has more than `maxRecipients` recipients
+    /// (nil: no limit; then nothing is written and the result says `refused`).
+    public func message(udid: String, text: String, maxRecipients: Int? = nil) async throws -> MessageResult {
         for _ in 0..<2 {
-            let rows = try await client.execute(ChatStatements.Message(udid: udid, text: text), logger: logger)
+            let statement = ChatStatements.Message(udid: udid, text: text, maxRecipients: maxRecipients ?? -1)
             var result = MessageResult(messageID: nil, queued: 0)
             var legacyName: String?
-            for try await (id, queued, name) in rows {
+            for (id, queued, name, recipients) in try await execute(statement) {
                 result = MessageResult(messageID: id, queued: Int(queued))
+                result.refused = maxRecipients.map { Int(recipients) > $0 } ?? false
                 legacyName = name
             }
             guard let legacyName else { return result }
@@ -88,6 +91,19 @@ public struct ChatStore: Sendable {
             )
         }
         return MessageResult(messageID: nil, queued: 0)
+    }
+
+    /// How many devices a `message` from `udid` would be queued for (the fan-out budget reserves that many first).
+    public func recipientCount(udid: String) async throws -> Int {
+        let rows = try await client.query(
+            """
+            SELECT count(DISTINCT u.device_token) FROM active_users u JOIN active_users s ON u.secret_code = s.secret_code
+            WHERE s.udid = \(udid) AND u.udid <> s.udid AND u.device_token <> '0' AND u.device_token <> s.device_token
+            """,
+            logger: logger
+        )
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
     }
 
     /// The sender's room's messages with an id greater than `since`, oldest first, at most ``fetchLimit``;
@@ -113,5 +129,22 @@ public struct ChatStore: Sendable {
         let rows = try await client.query("SELECT count(*) FROM active_users", logger: logger)
         for try await count in rows.decode(Int64.self) { return Int(count) }
         return 0
+    }
+
+    /// Runs a prepared statement and collects its rows. postgres-nio remembers a statement whose preparation failed
+    /// (a lock or statement timeout behind an operator's open transaction) and fails it on that connection from then
+    /// on: after any error the connection is closed, so the pool opens a fresh one and the next request is served.
+    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row]
+    where Statement.Row: Sendable {
+        try await client.withConnection { connection in
+            do {
+                var rows: [Statement.Row] = []
+                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                return rows
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+        }
     }
 }

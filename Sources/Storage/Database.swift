@@ -59,7 +59,7 @@ extension DatabaseURL {
                 }
             configuration = .init(host: host, port: port, username: username, password: password, database: database, tls: mode)
         }
-        configuration.options.additionalStartupParameters = [("application_name", applicationName)]
+        configuration.options.additionalStartupParameters = sessionParameters(applicationName: applicationName)
         configuration.options.connectTimeout = .seconds(5)
         return configuration
     }
@@ -79,9 +79,18 @@ extension DatabaseURL {
                 }
             configuration = .init(host: host, port: port, username: username, password: password, database: database, tls: mode)
         }
-        configuration.options.additionalStartupParameters = [("application_name", applicationName)]
+        configuration.options.additionalStartupParameters = sessionParameters(applicationName: applicationName)
         configuration.options.connectTimeout = .seconds(5)
         return configuration
+    }
+
+    /// Sent when a session starts: its name in `pg_stat_activity`, and the statement and lock timeouts (in ms).
+    func sessionParameters(applicationName: String) -> [(String, String)] {
+        [
+            ("application_name", applicationName),
+            ("statement_timeout", "\(statementTimeout.milliseconds)"),
+            ("lock_timeout", "\(lockTimeout.milliseconds)"),
+        ]
     }
 
     /// Where and how to connect, decided once from the URL for both configurations above.

@@ -36,6 +36,9 @@ public struct DatabaseError: PushChatError {
 
     public var description: String { "\(context): \(reason)" }
 
+    /// PostgreSQL refused to wait longer for a lock (SQLSTATE 55P03, `lock_timeout`).
+    public var isLockTimeout: Bool { reason.contains("[SQLSTATE 55P03]") }
+
     /// PostgreSQL's message and SQLSTATE for server errors; the connection problem otherwise.
     public static func describe(_ error: any Error) -> String {
         guard let error = error as? PSQLError else { return String(describing: error) }

@@ -54,6 +54,20 @@ public struct FeedbackStore: Sendable {
         }
     }
 
+    /// What handling the pending reports would delete, and how many users have a token (for `feedback_max_prune`).
+    public func pendingDeletions() async throws -> (wouldDelete: Int, usersWithToken: Int) {
+        let rows = try await client.query(
+            """
+            SELECT (SELECT count(*) FROM active_users u JOIN invalid_tokens p
+                    ON p.processed_at IS NULL AND u.device_token = p.device_token AND u.token_updated_at < p.reported_at),
+                   (SELECT count(*) FROM active_users WHERE device_token <> '0')
+            """,
+            logger: logger
+        )
+        for try await (wouldDelete, withToken) in rows.decode((Int64, Int64).self) { return (Int(wouldDelete), Int(withToken)) }
+        return (0, 0)
+    }
+
     /// Handles the pending reports (feedback tuples and the push daemon's invalid tokens) by Apple's rule: a user is
     /// deleted only if the token was last registered before the report. Marks them processed; one statement per batch.
     public func applyInvalidTokens() async throws -> (feedback: Counts, daemon: Counts) {

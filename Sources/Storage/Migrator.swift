@@ -25,9 +25,14 @@ public struct Migrator: Sendable {
     let migrations: [Migration]
     let logger: Logger
 
-    public init(connection: PostgresConnection, migrations: [Migration], logger: Logger) {
+    /// How long a migration waits for a lock before it lets go and tries again (an open transaction in psql, a
+    /// running service): a waiting `ALTER TABLE` would queue every other statement on the table behind it.
+    let lockTimeout: Duration
+
+    public init(connection: PostgresConnection, migrations: [Migration], lockTimeout: Duration = .seconds(5), logger: Logger) {
         self.connection = connection
         self.migrations = migrations
+        self.lockTimeout = lockTimeout
         self.logger = logger
     }
 
@@ -115,9 +120,37 @@ public struct Migrator: Sendable {
         return done
     }
 
+    /// How often a migration is tried while a lock keeps it waiting.
+    static let lockAttempts = 6
+
+    /// Applies one migration: in a transaction, or statement by statement when its first line says
+    /// `-- pushchat:no-transaction` (`CREATE INDEX CONCURRENTLY`, which services may keep running beside, cannot run
+    /// in a transaction; such statements must be safe to run again: `IF NOT EXISTS`). A lock it cannot get within
+    /// `lockTimeout` rolls it back, and it is tried again after a pause, so migrate never queues the services'
+    /// statements behind its own lock wait for long.
     private func apply(_ migration: Migration, on connection: PostgresConnection) async throws {
+        var backoff = Backoff(initial: .seconds(1), maximum: .seconds(10))
+        for attempt in 1...Self.lockAttempts {
+            do {
+                try await applyOnce(migration, on: connection)
+                return
+            } catch let error as DatabaseError where error.isLockTimeout && attempt < Self.lockAttempts {
+                let delay = backoff.next()
+                logger.warning(
+                    "\(migration.fileName): a lock is held by another session (an open transaction in psql?); trying again in \(delay.formatted)"
+                )
+                try await Task.sleep(for: delay)
+            }
+        }
+    }
+
+    private func applyOnce(_ migration: Migration, on connection: PostgresConnection) async throws {
         let statements = SQLScript(migration.sql).statements
-        try await connection.query("BEGIN", logger: logger)
+        let transactional = !migration.sql.hasPrefix("-- pushchat:no-transaction")
+        // Index builds may take long; the wait for a lock may not.
+        try await connection.query("SET statement_timeout = 0", logger: logger)
+        try await connection.query(PostgresQuery(unsafeSQL: "SET lock_timeout = \(lockTimeout.milliseconds)"), logger: logger)
+        if transactional { try await connection.query("BEGIN", logger: logger) }
         var current = 0
         do {
             for (index, statement) in statements.enumerated() {
@@ -129,12 +162,12 @@ public struct Migrator: Sendable {
                 VALUES (\(migration.version), \(migration.name), \(migration.checksum))
                 """
             try await connection.query(record, logger: logger)
-            try await connection.query("COMMIT", logger: logger)
+            if transactional { try await connection.query("COMMIT", logger: logger) }
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            if transactional { _ = try? await connection.query("ROLLBACK", logger: logger) }
             throw DatabaseError(
                 code: .migrationFailed,
-                context: "\(migration.fileName), statement \(current) of \(statements.count) (rolled back)",
+                context: "\(migration.fileName), statement \(current) of \(statements.count)" + (transactional ? " (rolled back)" : ""),
                 underlying: error
             )
         }

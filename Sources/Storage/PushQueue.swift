@@ -27,10 +27,11 @@ public struct PushQueue: Sendable {
     /// A device token APNs called invalid, for the feedback job.
     public struct InvalidToken: Sendable, Equatable {
         public let token: String
-        public let reportedAt: Date
+        /// Apple's time; nil: the database's clock when recorded (never the daemon's).
+        public let reportedAt: Date?
         public let source: String
 
-        public init(token: String, reportedAt: Date, source: String) {
+        public init(token: String, reportedAt: Date?, source: String) {
             self.token = token
             self.reportedAt = reportedAt
             self.source = source
@@ -78,14 +79,14 @@ public struct PushQueue: Sendable {
                 FOR UPDATE SKIP LOCKED
             ) c
             WHERE q.message_id = c.message_id
-            RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type
+            RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.time_queued
             """,
             logger: logger
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)
-        let columns = (Int64, String, String, Int16?, Date?, String?, String?).self
-        for try await (id, token, payload, priority, expiration, collapseID, pushType) in rows.decode(columns) {
+        let columns = (Int64, String, String, Int16?, Date?, String?, String?, Date).self
+        for try await (id, token, payload, priority, expiration, collapseID, pushType, queuedAt) in rows.decode(columns) {
             claimed.append(
                 QueuedNotification(
                     messageID: id,
@@ -94,7 +95,8 @@ public struct PushQueue: Sendable {
                     priority: priority.map(Int.init),
                     expiration: expiration,
                     collapseID: collapseID,
-                    pushType: pushType
+                    pushType: pushType,
+                    queuedAt: queuedAt
                 )
             )
         }
@@ -196,11 +198,14 @@ public struct PushQueue: Sendable {
     /// Records tokens APNs called invalid (the newest report wins and is processed again).
     public func recordInvalidTokens(_ tokens: [InvalidToken]) async throws {
         guard !tokens.isEmpty else { return }
+        // Apple's time as text ('' for none: then the database's clock, now(), not the daemon's).
+        let times = tokens.map { $0.reportedAt.map { Date.ISO8601FormatStyle(includingFractionalSeconds: true).format($0) } ?? "" }
         try await client.query(
             """
             INSERT INTO invalid_tokens (device_token, reported_at, source)
-            SELECT DISTINCT ON (t) lower(t), r, s FROM unnest(\(tokens.map(\.token))::text[], \(tokens.map(\.reportedAt))::timestamptz[], \(tokens.map(\.source))::text[]) AS i(t, r, s)
-            ORDER BY t, r DESC
+            SELECT DISTINCT ON (t) lower(t), coalesce(nullif(r, '')::timestamptz, now()), s
+            FROM unnest(\(tokens.map(\.token))::text[], \(times)::text[], \(tokens.map(\.source))::text[]) AS i(t, r, s)
+            ORDER BY t, 2 DESC
             ON CONFLICT (device_token) DO UPDATE SET
                 reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
                 source = EXCLUDED.source, processed_at = NULL

@@ -118,4 +118,56 @@ public struct QueueAdmin: Sendable {
             if deleted < Self.pruneBatch { return total }
         }
     }
+
+    /// What retention deleted, by table.
+    public struct Retention: Sendable, Equatable {
+        public var messages = 0
+        public var tokenlessUsers = 0
+        public var invalidTokens = 0
+    }
+
+    /// Deletes, in batches, chat messages, users that never got a token, and handled invalid-token reports older than
+    /// `settings` keep them (zero: keep forever).
+    public func pruneRetention(_ settings: RetentionSettings) async throws -> Retention {
+        var result = Retention()
+        result.messages = try await deleteInBatches(
+            settings.messages,
+            "SELECT id FROM messages WHERE created_at < now() - make_interval(secs => $1) LIMIT $2",
+            table: "messages",
+            key: "id"
+        )
+        result.tokenlessUsers = try await deleteInBatches(
+            settings.tokenlessUsers,
+            "SELECT udid FROM active_users WHERE device_token = '0' AND token_updated_at < now() - make_interval(secs => $1) LIMIT $2",
+            table: "active_users",
+            key: "udid"
+        )
+        result.invalidTokens = try await deleteInBatches(
+            settings.invalidTokens,
+            "SELECT device_token FROM invalid_tokens WHERE processed_at < now() - make_interval(secs => $1) LIMIT $2",
+            table: "invalid_tokens",
+            key: "device_token"
+        )
+        return result
+    }
+
+    /// Runs `DELETE FROM table WHERE key IN (select)` until a batch is short; `select` takes the age in seconds ($1)
+    /// and the batch size ($2). The statements are this file's own, never built from input.
+    private func deleteInBatches(_ age: Duration, _ select: String, table: String, key: String) async throws -> Int {
+        guard age > .zero else { return 0 }
+        var total = 0
+        while true {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(age.seconds)
+            bindings.append(Int64(Self.pruneBatch))
+            let sql =
+                "WITH doomed AS (\(select)), deleted AS (DELETE FROM \(table) t USING doomed d WHERE t.\(key) = d.\(key) RETURNING 1) "
+                + "SELECT count(*) FROM deleted"
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
+            var deleted = 0
+            for try await count in rows.decode(Int64.self) { deleted = Int(count) }
+            total += deleted
+            if deleted < Self.pruneBatch { return total }
+        }
+    }
 }

@@ -345,7 +345,8 @@ import Testing
     @Test func databaseFailuresAnswer5xxWithoutDetailsInProduction() async throws {
         // Nothing listens on port 1: every query fails to connect.
         let unreachable = try DatabaseURL(parsing: "postgres://nobody:secretpw@127.0.0.1:1/none?sslmode=disable")
-        let configuration = APIHarness.configuration(url: unreachable, mode: .production)
+        var configuration = APIHarness.configuration(url: unreachable, mode: .production)
+        configuration.exposure.testPages = true  // for /test/database
         try await APIHarness.run(configuration: configuration, databaseTimeout: .seconds(1)) { api in
             let join = try await api.post(["cmd": "join", "udid": Device.udid(1), "token": "0", "name": "Ann", "code": "c"])
             #expect(join.status.code >= 500)

@@ -211,6 +211,34 @@ import Testing
         }
     }
 
+    /// A run that would delete more users than `feedback_max_prune` deletes nobody and says why; `--force` does it.
+    @Test func moreDeletionsThanTheLimitNeedForce() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, Array(1...20), registeredAgo: 2 * 86_400)
+            harness.simulator.state.setFeedback((1...5).map { Self.tuple($0, at: Self.dayAgo) })
+            var environment = harness.environment(harness.configuration())
+            environment["PUSHCHAT_APNS_FEEDBACK"] = "127.0.0.1:\(harness.ports.feedback)"
+            environment["PUSHCHAT_FEEDBACK_MAX_PRUNE"] = "10%"  // 2 of 20
+            let job = Executable(name: "pushchat-feedback")
+            let refused = try job.run(["development"], environment: environment)
+            #expect(refused.status == 1)
+            #expect(refused.standardError.contains("would delete 5 of 20 users with a token, more than feedback_max_prune (10% = 2)"))
+            #expect(refused.standardError.contains("--force"))
+            #expect(try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM active_users", as: Int64.self) == 20)
+            let pending = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT count(*) FROM invalid_tokens WHERE processed_at IS NULL",
+                as: Int64.self
+            )
+            #expect(pending == 5, "Apple's tuples are kept for the next run")
+
+            let forced = try job.run(["development", "--force"], environment: environment)
+            #expect(forced.status == 0, "\(forced.standardError)")
+            #expect(forced.standardOutput.contains("5 users deleted"))
+            #expect(try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM active_users", as: Int64.self) == 15)
+        }
+    }
+
     @Test func garbageFromTheServiceDeletesNothing() async throws {
         try await PushHarness.run { harness in
             try await Self.addUsers(harness, [1], registeredAgo: 2 * 86_400)

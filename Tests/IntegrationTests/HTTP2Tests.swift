@@ -106,6 +106,42 @@ import Testing
         }
     }
 
+    /// Sandbox tokens sent to production: APNs answers every request 400 BadDeviceToken. The notifications fail with
+    /// that reason, no user is deleted (not by the daemon, not by the feedback job), and the daemon says what is wrong:
+    /// a critical line, 503 on /readyz, and `pushchat_push_wrong_environment` 1.
+    @Test func aWrongEnvironmentFailsNotificationsButDeletesNobodyAndRaisesTheAlarm() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.http2.otherEnvironment = true
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await FeedbackTests.addUsers(harness, Array(1...30), registeredAgo: 7200)
+            try await harness.queue(30)
+            let (configuration, _) = try harness.http2()
+            try await harness.withDaemonStatus(configuration) { port in
+                try await harness.waitUntil("30 failed") { try await harness.sentAndFailed() == [0, 30] }
+                try await harness.waitUntil("the alarm is up") {
+                    try await LoopbackHTTP.get(port: port, path: "/readyz").status == 503
+                }
+                let readiness = try await LoopbackHTTP.get(port: port, path: "/readyz")
+                #expect(readiness.body.contains("wrong topic or environment"))
+                let metrics = try await LoopbackHTTP.scrape(port: port)
+                #expect(metrics["pushchat_push_wrong_environment"] == 1)
+                #expect(metrics[#"pushchat_push_failed{reason="BadDeviceToken"}"#] == 30)
+            }
+            let reasons = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT string_agg(DISTINCT last_status || ' ' || last_error, ',') FROM push_queue WHERE time_failed IS NOT NULL",
+                as: String.self
+            )
+            #expect(reasons == "400 BadDeviceToken")
+            #expect(try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM invalid_tokens", as: Int64.self) == 0)
+            var withoutCertificate = configuration
+            withoutCertificate.apns.certificate = nil
+            let report = try await FeedbackTests.job(harness, configuration: withoutCertificate).run()
+            #expect(report.usersDeleted == 0)
+            #expect(try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM active_users", as: Int64.self) == 30)
+        }
+    }
+
     @Test func unregisteredIsFailedRecordedWithApplesTimeAndPrunedByTheFeedbackJob() async throws {
         var simulator = SimulatorTests.configuration()
         simulator.unregisteredTokens = [PushHarness.token(2)]

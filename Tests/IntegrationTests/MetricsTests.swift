@@ -19,16 +19,17 @@ import Testing
 @Suite struct APIMetricsTests {
     @Test func requestsAreCountedByCommandAndStatusWithTheirDurations() async throws {
         try await APIHarness.run { api in
-            let before = Scrape(String(buffer: try await api.get("/metrics").body))
+            #expect(try await api.get("/metrics").status == .notFound, "not on the API's public port")
+            let before = Scrape(try await api.metrics().body)
             try await api.post(["cmd": "join", "udid": Device.udid(1), "token": Device.token(1), "name": "Ann", "code": "room"])
             try await api.post(["cmd": "join", "udid": Device.udid(2), "token": Device.token(2), "name": "Bob", "code": "room"])
             try await api.post(["cmd": "join", "udid": Device.udid(3), "token": Device.token(3), "name": "Cy", "code": "room"])
             try await api.post(["cmd": "message", "udid": Device.udid(1), "text": "hi"])
             try await api.post(["cmd": "dance", "udid": Device.udid(1)])
-            let response = try await api.get("/metrics")
-            #expect(response.status == .ok)
-            #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
-            let after = Scrape(String(buffer: response.body))
+            let response = try await api.metrics()
+            #expect(response.status == 200)
+            #expect(response.contentType?.hasPrefix("text/plain; version=0.0.4") == true)
+            let after = Scrape(response.body)
             let join = #"pushchat_api_requests{command="join",status="200"}"#
             #expect(after[join] - before[join] == 3)
             #expect(after.sum("pushchat_api_requests", where: ["command": "message", "status": "200"]) == 1)
@@ -52,7 +53,7 @@ import Testing
                 #expect(try await api.count("active_users") == 0)
                 let accepted = try await api.post(body: ByteBuffer(string: small), contentType: "application/x-www-form-urlencoded")
                 #expect(accepted.status == .ok)
-                let scrape = Scrape(String(buffer: try await api.get("/metrics").body))
+                let scrape = Scrape(try await api.metrics().body)
                 #expect(scrape.sum("pushchat_api_requests", where: ["status": "413"]) == 1)
             }
         }

@@ -60,15 +60,48 @@ import Testing
                 as: String.self
             )
             #expect(failed == "\(PushHarness.token(37))|8|invalid token")
-            let invalid = try await TestDatabase.scalar(
-                harness.url,
-                "SELECT device_token || '|' || source || '|' || (processed_at IS NULL) FROM invalid_tokens",
-                as: String.self
-            )
-            #expect(invalid == "\(PushHarness.token(37))|binary status 8|true")
+            // Status 8 means "not valid for this topic and environment": the notification fails, no user is ever
+            // deleted for it (only feedback-service tuples do that on this interface).
+            let recorded = try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM invalid_tokens", as: Int64.self)
+            #expect(recorded == 0)
             let counts = harness.acceptedCounts
             #expect(Set(counts.keys) == Set(ids.filter { $0 != ids[36] }.map { UInt32($0) }))
             #expect(harness.simulator.state.counters.rejectedByStatus == ["8": 1])
+        }
+    }
+
+    /// A row past its expiry is failed as expired, never sent; a row without its own expiry carries the same one on
+    /// every attempt: `apns_expiry` after it was queued, not after each send.
+    @Test func expiredRowsFailAndTheExpiryIsTheRowsOriginalOne() async throws {
+        try await PushHarness.run { harness in
+            let ids = try await harness.queue(2)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    "UPDATE push_queue SET expiration = now() - interval '1 minute' WHERE message_id = \(ids[0])",
+                    logger: TestDatabase.logger
+                )
+                try await connection.query(
+                    "UPDATE push_queue SET time_queued = now() - interval '1000 seconds' WHERE message_id = \(ids[1])",
+                    logger: TestDatabase.logger
+                )
+            }
+            try await harness.withDaemon {
+                try await harness.waitUntil("1 sent, 1 failed") { try await harness.sentAndFailed() == [1, 1] }
+            }
+            let failed = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT message_id || '|' || last_status || '|' || last_error FROM push_queue WHERE time_failed IS NOT NULL",
+                as: String.self
+            )
+            #expect(failed == "\(ids[0])|expired|expired before it could be sent")
+            let queuedAt = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT extract(epoch FROM time_queued)::float8 FROM push_queue WHERE message_id = \(ids[1])",
+                as: Double.self
+            )
+            let sent = try #require(harness.simulator.state.accepted.first)
+            #expect(abs(Double(sent.expiry) - (queuedAt + 86_400)) <= 1, "apns_expiry after it was queued")
+            #expect(harness.simulator.state.accepted.count == 1)
         }
     }
 

@@ -87,6 +87,7 @@ import Testing
             "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(unused)",
             "PUSHCHAT_LOG_FILE": "-",
             "PUSHCHAT_PUSH_STATUS_PORT": "0",
+            "PUSHCHAT_API_METRICS_PORT": "0",
         ]
     }
 
@@ -186,6 +187,7 @@ import Testing
             let feedback = try Self.freePort()
             let api = try Self.freePort()
             let pushStatus = try Self.freePort()
+            let apiMetricsPort = try Self.freePort()
             let record = directory + "/" + Self.recordFile
             let feedbackFile = directory + "/feedback.txt"
             let bobToken = String(repeating: "cd", count: 32)
@@ -202,6 +204,7 @@ import Testing
                 "PUSHCHAT_LOG_FILE": "-",
                 "PUSHCHAT_PUSH_SETTLE": "0.2",
                 "PUSHCHAT_PUSH_STATUS_PORT": "\(pushStatus)",
+                "PUSHCHAT_API_METRICS_PORT": "\(apiMetricsPort)",
             ]
             let processes = try await Self.start(
                 in: directory,
@@ -241,7 +244,8 @@ import Testing
             // The operator's view: the daemon is ready and counted the notification; the API counted the requests.
             #expect(try await LoopbackHTTP.get(port: pushStatus, path: "/readyz").status == 200)
             try await Self.eventually { try await LoopbackHTTP.scrape(port: pushStatus)["pushchat_push_sent"] == 1 }
-            let apiMetrics = try await LoopbackHTTP.scrape(port: api)
+            #expect(try await LoopbackHTTP.get(port: api, path: "/metrics").status == 404, "not on the public port")
+            let apiMetrics = try await LoopbackHTTP.scrape(port: apiMetricsPort)
             #expect(apiMetrics[#"pushchat_api_requests{command="join",status="200"}"#] == 2)
             #expect(apiMetrics[#"pushchat_api_requests{command="message",status="200"}"#] == 1)
 

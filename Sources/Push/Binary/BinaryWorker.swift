@@ -73,12 +73,9 @@ struct BinaryWorker: PushWorker {
             } catch {
                 logger.error("\(error)")
             }
-            if shutdown.isRequested { break }
-            if delivered > 0 {
-                backoff.reset()
-                continue
+            guard await Reconnect.next(&backoff, progressed: delivered > 0, signal: signal, shutdown: shutdown, logger: logger) else {
+                break
             }
-            await Reconnect.pause(&backoff, signal: signal, shutdown: shutdown, logger: logger)
         }
         Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
     }
@@ -139,7 +136,7 @@ struct BinaryWorker: PushWorker {
         // polled in a loop).
         var prefetch: (task: Task<[QueuedNotification], any Error>, limit: Int)?
         while !session.isStopped {
-            outcomes.sent(session.settle(writtenBefore: .now - settings.settle))
+            accepted(session.settle(writtenBefore: .now - settings.settle))
             inFlight.set(session.inFlightCount)
             if shutdown.isRequested {
                 await keep(prefetch?.task, in: session)
@@ -220,6 +217,7 @@ struct BinaryWorker: PushWorker {
         var written: [QueuedNotification] = []
         written.reserveCapacity(batch.count)
         for notification in batch {
+            if failIfExpired(notification, now: now) { continue }
             if let reason = encoder.write(notification, into: &buffer, now: now) {
                 logger.warning(
                     "Message \(notification.messageID) can never be sent: \(reason)",
@@ -249,7 +247,7 @@ struct BinaryWorker: PushWorker {
         switch end {
         case .errorResponse(let response):
             let (resolution, pending) = session.resolve(response)
-            outcomes.sent(resolution.accepted)
+            accepted(resolution.accepted)
             var carry = resolution.resend
             metrics.resent.increment(by: carry.count)
             if let failed = resolution.failed {
@@ -278,20 +276,30 @@ struct BinaryWorker: PushWorker {
             return ((window + pending).sorted { $0.messageID < $1.messageID }, window.count)
         case .drained:
             let (window, pending) = session.takeAll()
-            outcomes.sent(window)
+            accepted(window)
             return (pending, 0)
         }
+    }
+
+    /// Rows the gateway accepted (by silence, or before the one an error response names).
+    private func accepted(_ items: [QueuedNotification]) {
+        guard !items.isEmpty else { return }
+        outcomes.sent(items)
+        status.answered(other: items.count)
     }
 
     private func handleFailure(_ failed: QueuedNotification, response: BinaryErrorResponse, carry: inout [QueuedNotification]) {
         let metadata: Logger.Metadata = ["push.message_id": "\(failed.messageID)", "apns.status": "\(response.status.rawValue)"]
         switch response.status {
         case .invalidToken:
+            // Not valid for this topic and environment: the notification fails, the user stays (only the feedback
+            // service's tuples delete users on this interface).
             logger.warning(
-                "Message \(failed.messageID) refused: invalid token \(DeviceToken.redacted(failed.deviceToken))",
+                "Message \(failed.messageID) refused: invalid token \(DeviceToken.redacted(failed.deviceToken)) (the user is kept)",
                 metadata: metadata
             )
-            outcomes.failed(failed, status: "8", reason: "invalid token", kind: "invalid_token", invalidTokenAt: Date())
+            outcomes.failed(failed, status: "8", reason: "invalid token", kind: "invalid_token")
+            status.answered(wrong: 1)
         case .processingError, .unknown:
             if failed.retries < settings.maxRetries {
                 var retry = failed

@@ -56,12 +56,9 @@ struct HTTP2Worker: PushWorker {
             }
             let (unsent, answered) = session.state.withLockedValue { ($0.unsent, $0.answered) }
             carry = unsent
-            if shutdown.isRequested { break }
-            if answered > 0 {
-                backoff.reset()
-                continue
+            guard await Reconnect.next(&backoff, progressed: answered > 0, signal: signal, shutdown: shutdown, logger: logger) else {
+                break
             }
-            await Reconnect.pause(&backoff, signal: signal, shutdown: shutdown, logger: logger)
         }
         Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
     }
@@ -165,6 +162,7 @@ struct HTTP2Worker: PushWorker {
         var requests: [HTTP2Request] = []
         requests.reserveCapacity(batch.count)
         for notification in batch {
+            if failIfExpired(notification, now: now) { continue }
             let request: HTTP2Notification
             do {
                 request = try HTTP2Notification(
@@ -212,11 +210,12 @@ struct HTTP2Worker: PushWorker {
                 session.update { $0.answered(answers.count) }
                 var sent: [QueuedNotification] = []
                 sent.reserveCapacity(answers.count)
-                let now = Date()
                 for answer in answers {
-                    handle(answer, now: now, sent: &sent, session: session, authenticationLogged: &authenticationLogged)
+                    handle(answer, sent: &sent, session: session, authenticationLogged: &authenticationLogged)
                 }
                 outcomes.sent(sent)
+                let wrong = answers.count { $0.result.verdict == .wrongEnvironment }
+                status.answered(wrong: wrong, other: answers.count - wrong)
             case .unanswered(let requests, let reason):
                 logger.warning("\(requests.count) notifications unanswered (\(reason)); sending them again")
                 metrics.resent.increment(by: requests.count)
@@ -245,7 +244,6 @@ struct HTTP2Worker: PushWorker {
     /// Acts on one answer; rows APNs accepted are added to `sent` (recorded together by the caller).
     private func handle(
         _ answer: HTTP2Answer,
-        now: Date,
         sent: inout [QueuedNotification],
         session: HTTP2Session,
         authenticationLogged: inout Bool
@@ -254,27 +252,26 @@ struct HTTP2Worker: PushWorker {
         let notification = request.notification
         let metadata: Logger.Metadata = ["push.message_id": "\(notification.messageID)", "apns.status": "\(result.status)"]
         let reason = result.reason ?? "HTTP \(result.status)"
-        switch result.verdict(now: now) {
+        switch result.verdict {
         case .sent:
             sent.append(notification)
             tokens?.accepted(generation: request.tokenGeneration)
-        case .failed(let invalidTokenAt):
-            if invalidTokenAt != nil {
-                logger.warning(
-                    "Message \(notification.messageID) refused: \(result.statusText) for token \(DeviceToken.redacted(notification.deviceToken))",
-                    metadata: metadata
-                )
-            } else {
-                logger.error("Message \(notification.messageID) refused: \(result.statusText)", metadata: metadata)
-            }
-            outcomes.failed(
-                notification,
-                status: "\(result.status)",
-                reason: reason,
-                kind: reason,
-                invalidTokenAt: invalidTokenAt,
-                source: "http2 \(result.statusText)"
+        case .unregistered(let since):
+            logger.warning(
+                "Message \(notification.messageID) refused: \(result.statusText) for token \(DeviceToken.redacted(notification.deviceToken))",
+                metadata: metadata
             )
+            let report = PushQueue.InvalidToken(token: notification.deviceToken, reportedAt: since, source: "http2 \(result.statusText)")
+            outcomes.failed(notification, status: "\(result.status)", reason: reason, kind: reason, unregistered: report)
+        case .wrongEnvironment:
+            logger.warning(
+                "Message \(notification.messageID) refused: \(result.statusText) (not valid for this topic and environment; the user is kept)",
+                metadata: metadata
+            )
+            outcomes.failed(notification, status: "\(result.status)", reason: reason, kind: reason)
+        case .failed:
+            logger.error("Message \(notification.messageID) refused: \(result.statusText)", metadata: metadata)
+            outcomes.failed(notification, status: "\(result.status)", reason: reason, kind: reason)
         case .retryLater:
             let delay: Duration = result.status == 429 ? .seconds(5) : .seconds(2)
             logger.warning(

@@ -19,11 +19,14 @@ import Testing
 struct APIHarness: Sendable {
     let client: any TestClientProtocol
     let url: DatabaseURL
+    /// The API's metrics listener (loopback, apart from the API's port).
+    let metricsPort: Int
 
     /// The API on a loopback port, without abuse limits (tests send bursts; the limits have their own tests).
     static func configuration(url: DatabaseURL, mode: Mode = .development) -> Configuration {
         var configuration = Configuration(mode: mode, databaseURL: url, apiHost: "127.0.0.1", apiPort: 0)
         configuration.limits = .unlimited
+        configuration.exposure.metricsPort = 0
         return configuration
     }
 
@@ -39,9 +42,17 @@ struct APIHarness: Sendable {
         databaseTimeout: Duration = .seconds(10),
         _ body: @escaping @Sendable (APIHarness) async throws -> Void
     ) async throws {
-        let app = APIApplication.build(configuration: configuration, logger: TestDatabase.logger, databaseTimeout: databaseTimeout)
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = try APIApplication.build(
+            configuration: configuration,
+            logger: TestDatabase.logger,
+            databaseTimeout: databaseTimeout,
+            onMetricsRunning: { continuation.yield($0) }
+        )
         try await app.test(.live) { client in
-            try await body(APIHarness(client: client, url: configuration.databaseURL))
+            var iterator = ports.makeAsyncIterator()
+            let metricsPort = await iterator.next() ?? 0
+            try await body(APIHarness(client: client, url: configuration.databaseURL, metricsPort: metricsPort))
         }
     }
 
@@ -59,9 +70,9 @@ struct APIHarness: Sendable {
     }
 
     /// POSTs on a new connection of its own (for concurrent bursts); the status code.
-    func postAlone(_ form: String) async throws -> (status: Int, retryAfter: String?) {
+    func postAlone(_ form: String, headers: String = "") async throws -> (status: Int, retryAfter: String?) {
         let request =
-            "POST /api.php HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            "POST /api.php HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n\(headers)"
             + "Content-Length: \(form.utf8.count)\r\nConnection: close\r\n\r\n\(form)"
         let response = String(buffer: try await TLSTestClient.exchange(port: client.port!, tls: nil, send: ByteBuffer(string: request)))
         let status = Int(response.split(separator: " ").dropFirst().first ?? "") ?? 0
@@ -96,6 +107,19 @@ struct APIHarness: Sendable {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._*")
         return (text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text).replacingOccurrences(of: "%20", with: "+")
+    }
+}
+
+extension APIHarness {
+    /// `GET /metrics` on the metrics listener: the status line's code, the content type and the body.
+    func metrics() async throws -> (status: Int, contentType: String?, body: String) {
+        let request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        let reply = String(buffer: try await TLSTestClient.exchange(port: metricsPort, tls: nil, send: ByteBuffer(string: request)))
+        let head = reply.components(separatedBy: "\r\n\r\n").first ?? ""
+        let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+        let contentType = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-type:") }
+            .map { String($0.dropFirst("content-type:".count)).trimmingCharacters(in: .whitespaces) }
+        return (status, contentType, try await LoopbackHTTP.get(port: metricsPort, path: "/metrics").body)
     }
 }
 

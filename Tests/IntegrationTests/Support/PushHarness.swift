@@ -50,6 +50,9 @@ struct PushHarness: Sendable {
         configuration.push.lease = .seconds(3)
         configuration.push.batchSize = 200
         configuration.push.statusPort = 0
+        // Test databases hold a handful of users, so the default 10% would refuse most test deletions; the limit
+        // has its own test.
+        configuration.feedbackMaxPrune = .share(1)
         return configuration
     }
 
@@ -103,6 +106,7 @@ struct PushHarness: Sendable {
             "PUSHCHAT_PUSH_STATUS_PORT": "0",
             "PUSHCHAT_LOG_FILE": "-",
             "PUSHCHAT_LOG_LEVEL": "info",
+            "PUSHCHAT_FEEDBACK_MAX_PRUNE": "100%",
         ]
         if configuration.apns.transport == .http2 {
             environment["PUSHCHAT_APNS_TRANSPORT"] = "http2"

@@ -18,10 +18,14 @@ enum TLSTestClient {
         tls: NIOSSLContext?,
         send: ByteBuffer = ByteBuffer(),
         timeout: Duration = .seconds(10),
+        from source: String? = nil,
         keepOpenUntil condition: (@Sendable () -> Bool)? = nil
     ) async throws -> ByteBuffer {
         try await withDeadline(timeout) {
-            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
+            let channel =
+                try await bootstrap
                 .connect(host: "127.0.0.1", port: port) { channel in
                     channel.eventLoop.makeCompletedFuture {
                         if let tls {

@@ -1,0 +1,37 @@
+import Settings
+import Support
+
+/// Notifications (recipients, not requests) a client address and a device may queue: at most `api_fanout_per_ip`
+/// (`api_fanout_per_udid`) in any minute, half of it at once. Without it, one address sending a few `message`s into
+/// a big room queues hundreds of thousands of notifications; the per-device limit alone is keyed by an id the
+/// client makes up.
+struct FanOutBudget: Sendable {
+    let perIP: RateLimiter
+    let perUDID: RateLimiter
+
+    init(limits: APILimits) {
+        // A bucket of half the budget refilling half the budget per minute: at most the budget in any minute.
+        perIP = RateLimiter(rate: limits.fanOutPerIP / 120, burst: limits.fanOutPerIP / 2)
+        perUDID = RateLimiter(rate: limits.fanOutPerUDID / 120, burst: limits.fanOutPerUDID / 2)
+    }
+
+    var isEnabled: Bool { perIP.isEnabled || perUDID.isEnabled }
+
+    /// Takes `count` from both budgets: nil when taken, else how long until they hold that many (nothing taken).
+    func reserve(_ count: Int, address: String, udid: String) -> Duration? {
+        guard count > 0 else { return nil }
+        if let wait = perIP.take(address, cost: Double(count)) { return wait }
+        if let wait = perUDID.take(udid, cost: Double(count)) {
+            perIP.refund(address, Double(count))
+            return wait
+        }
+        return nil
+    }
+
+    /// Gives back what a reservation did not use.
+    func refund(_ count: Int, address: String, udid: String) {
+        guard count > 0 else { return }
+        perIP.refund(address, Double(count))
+        perUDID.refund(udid, Double(count))
+    }
+}

@@ -1,0 +1,27 @@
+import Support
+
+/// What the hourly prune job (`pushchat-api queue prune`) deletes besides old `push_queue` rows. Zero keeps forever.
+public struct RetentionSettings: Sendable, Equatable {
+    /// Chat messages older than this (`retention_messages`). Default 30 days.
+    public var messages: Duration = .seconds(30 * 86_400)
+    /// Users that never got a device token ("0") this long after joining (`retention_tokenless_users`). Default 30 days.
+    public var tokenlessUsers: Duration = .seconds(30 * 86_400)
+    /// Invalid-token reports the feedback job handled this long ago (`retention_invalid_tokens`). Default 30 days.
+    public var invalidTokens: Duration = .seconds(30 * 86_400)
+
+    public init() {}
+
+    init(source: ConfigurationSource) throws(ConfigurationError) {
+        for (key, keyPath) in [
+            (ConfigurationKey.retentionMessages, \RetentionSettings.messages),
+            (.retentionTokenlessUsers, \RetentionSettings.tokenlessUsers),
+            (.retentionInvalidTokens, \RetentionSettings.invalidTokens),
+        ] {
+            guard let text = source.value(key) else { continue }
+            guard let value = Configuration.parseDuration(text), value >= .zero else {
+                throw Configuration.invalid(key, source, "expected a duration such as 30d or 12h (0: keep forever), got '\(text)'")
+            }
+            self[keyPath: keyPath] = value
+        }
+    }
+}

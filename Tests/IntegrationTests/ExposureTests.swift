@@ -1,0 +1,166 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import API
+@testable import Settings
+@testable import Storage
+@testable import Support
+
+/// The API on the open internet: idle and stalled connections, a flood from one address, the fan-out budget, and
+/// what production does not serve. Each limit is passed and the answer and the database checked.
+@Suite(.serialized) struct ExposureTests {
+    static func run(
+        _ limits: APILimits,
+        mode: Mode = .development,
+        _ body: @escaping @Sendable (APIHarness) async throws -> Void
+    ) async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            var configuration = APIHarness.configuration(url: url, mode: mode)
+            configuration.limits = limits
+            try await APIHarness.run(configuration: configuration, body)
+        }
+    }
+
+    /// A raw connection from `source` (a loopback address) that sends `bytes` and then waits: the channel, and a
+    /// future completing when the server closes it.
+    static func connect(port: Int, from source: String = "127.0.0.1", sending bytes: String = "") async throws -> any Channel {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(to: try SocketAddress(ipAddress: source, port: 0))
+            .connect(host: "127.0.0.1", port: port)
+            .get()
+        if !bytes.isEmpty { try await channel.writeAndFlush(ByteBuffer(string: bytes)).get() }
+        return channel
+    }
+
+    static func closedWithin(_ channel: any Channel, _ limit: Duration) async -> Bool {
+        (try? await withDeadline(limit) { try await channel.closeFuture.get() }) != nil
+    }
+
+    @Test func idleAndStalledConnectionsAreClosedAndOneAddressCannotHoldThemAll() async throws {
+        var limits = APILimits.unlimited
+        limits.maxConnectionsPerIP = 20
+        limits.headerTimeout = .milliseconds(800)
+        limits.bodyTimeout = .milliseconds(800)
+        limits.idleTimeout = .milliseconds(1500)
+        try await Self.run(limits) { api in
+            let port = try #require(api.client.port)
+            // 20 idle connections and a half-sent request from one address hold its whole allowance…
+            var held: [any Channel] = []
+            for _ in 0..<19 { held.append(try await Self.connect(port: port)) }
+            held.append(try await Self.connect(port: port, sending: "POST /api.php HTTP/1.1\r\nHost: x\r\nContent-Le"))
+            try await Task.sleep(for: .milliseconds(100))
+            let refused = try await Self.connect(port: port)
+            #expect(await Self.closedWithin(refused, .milliseconds(500)), "the 21st connection from one address is closed at once")
+            // …while another address is served.
+            let other = try await TLSTestClient.exchange(
+                port: port,
+                tls: nil,
+                send: ByteBuffer(string: "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+                timeout: .seconds(5),
+                from: "127.0.0.2"
+            )
+            #expect(String(buffer: other).hasPrefix("HTTP/1.1 200"))
+            // The stalled and idle ones are closed by the server within their timeouts.
+            for channel in held { #expect(await Self.closedWithin(channel, .seconds(5))) }
+            // A kept-alive connection is closed after the idle timeout, not before.
+            let kept = try await Self.connect(port: port, sending: "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(kept.isActive, "answered, then idle for less than api_idle_timeout")
+            #expect(await Self.closedWithin(kept, .seconds(5)))
+            #expect(try await api.count("active_users") == 0)
+        }
+    }
+
+    @Test func aBodyThatNeverCompletesIsCutAndWritesNothing() async throws {
+        var limits = APILimits.unlimited
+        limits.bodyTimeout = .milliseconds(500)
+        try await Self.run(limits) { api in
+            let port = try #require(api.client.port)
+            let form = "cmd=join&udid=\(Device.udid(1))&token=0&name=Ann&code=room"
+            let channel = try await Self.connect(
+                port: port,
+                sending: "POST /api.php HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                    + "Content-Length: \(form.utf8.count + 10)\r\n\r\n\(form)"
+            )
+            #expect(await Self.closedWithin(channel, .seconds(5)))
+            #expect(try await api.count("active_users") == 0)
+        }
+    }
+
+    /// One address sending messages into a big room: the budget counts recipients; past it 429 and nothing queued.
+    @Test func theFanOutBudgetCountsRecipientsAndRefusesPastIt() async throws {
+        var limits = APILimits.unlimited
+        limits.fanOutPerIP = 200  // 100 at once
+        try await Self.run(limits) { api in
+            try await TestDatabase.withConnection(api.url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO active_users (udid, device_token, nickname, alert_name, secret_code)
+                    SELECT lpad(to_hex(g), 40, '0'), lpad(to_hex(g + 100000), 64, '0'), 'm' || g, 'm' || g, 'big'
+                    FROM generate_series(1, 61) g
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            let first = try await api.postAlone("cmd=message&udid=\(String(repeating: "0", count: 39))1&text=one")
+            #expect(first.status == 200)
+            #expect(try await api.count("push_queue") == 60)
+            let second = try await api.postAlone("cmd=message&udid=\(String(repeating: "0", count: 39))2&text=two")
+            #expect(second.status == 429, "60 more would pass the 100 at once")
+            #expect(Int(second.retryAfter ?? "") ?? 0 >= 1)
+            #expect(try await api.count("push_queue") == 60, "nothing queued")
+            #expect(try await api.count("messages") == 1, "nothing stored")
+        }
+    }
+
+    /// Behind a trusted proxy each client has its own budget; a client cannot escape by writing X-Forwarded-For itself.
+    @Test func trustedProxiesAreBelievedOthersAreNot() async throws {
+        var limits = APILimits.unlimited
+        limits.ratePerIP = 0.01
+        limits.burstPerIP = 1
+        limits.trustedProxies = [CIDR("127.0.0.1/32")!]
+        try await Self.run(limits) { api in
+            @Sendable func join(_ n: Int, _ forwarded: String) async throws -> (status: Int, retryAfter: String?) {
+                try await api.postAlone(
+                    "cmd=join&udid=\(Device.udid(n))&token=0&name=n&code=r",
+                    headers: "X-Forwarded-For: \(forwarded)\r\n"
+                )
+            }
+            var statuses: [Int] = []
+            for (n, forwarded) in [
+                (1, "198.51.100.1"), (2, "198.51.100.2"), (3, "198.51.100.1"), (4, "198.51.100.1, 2001:db8::1"), (5, "2001:db8::2"),
+            ] {
+                statuses.append(try await join(n, forwarded).status)
+            }
+            // Two clients behind the proxy each get their own allowance; the first one again is refused; in a list the
+            // rightmost untrusted address counts (a client may write anything to its left); IPv6 by /64.
+            #expect(statuses == [200, 200, 429, 200, 429])
+        }
+    }
+
+    @Test func productionServesNeitherTestPagesNorTheDatabaseCheckUnlessAsked() async throws {
+        try await Self.run(.unlimited, mode: .production) { api in
+            for path in ["/", "/test/database", "/test/api_join.html", "/test/api_message_2013.html", "/metrics"] {
+                let response = try await api.get(path)
+                #expect(response.status == .notFound, "\(path)")
+            }
+            let health = try await api.get("/healthz")
+            #expect(health.status == .ok)
+        }
+        try await TestDatabase.withFreshDatabase { url in
+            var configuration = APIHarness.configuration(url: url, mode: .production)
+            configuration.exposure.testPages = true
+            try await APIHarness.run(configuration: configuration) { api in
+                let form = try await api.get("/test/api_join.html")
+                let database = try await api.get("/test/database")
+                #expect(form.status == .ok)
+                #expect(database.status == .ok)
+            }
+        }
+    }
+}
