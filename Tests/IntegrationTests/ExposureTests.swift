@@ -163,4 +163,50 @@ import Testing
             }
         }
     }
+
+    /// The udid and the room code are credentials: with `api_tls_certificate` and `api_tls_key` the API speaks TLS.
+    @Test func theAPIServesTLSWithItsCertificate() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            var configuration = APIHarness.configuration(url: url)
+            configuration.exposure.tlsCertificate = TestCertificates.path("server.pem")
+            configuration.exposure.tlsKey = TestCertificates.path("server-key.pem")
+            let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+            let app = try APIApplication.build(
+                configuration: configuration,
+                logger: TestDatabase.logger,
+                onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }
+            )
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await app.runService(gracefulShutdownSignals: []) }
+                var iterator = ports.makeAsyncIterator()
+                let port = try #require(await iterator.next())
+                let form = "cmd=join&udid=\(Device.udid(1))&token=0&name=Ann&code=secret"
+                let request =
+                    "POST /api.php HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                    + "Content-Length: \(form.utf8.count)\r\nConnection: close\r\n\r\n\(form)"
+                let reply = try await TLSTestClient.exchange(
+                    port: port,
+                    tls: try TLSTestClient.context(identity: nil),
+                    send: ByteBuffer(string: request)
+                )
+                #expect(String(buffer: reply).hasPrefix("HTTP/1.1 200"))
+                let plain = try? await TLSTestClient.exchange(port: port, tls: nil, send: ByteBuffer(string: request), timeout: .seconds(3))
+                #expect(plain.map { !String(buffer: $0).hasPrefix("HTTP/1.1 200") } ?? true, "plain HTTP gets no answer")
+                #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM active_users", as: Int64.self) == 1)
+                group.cancelAll()
+            }
+        }
+    }
+
+    @Test func aMissingTLSKeyStopsTheProcessNamingTheSetting() throws {
+        let error = #expect(throws: ConfigurationError.self) {
+            try Configuration(
+                source: ConfigurationSource(
+                    mode: .production,
+                    environment: ["PUSHCHAT_DATABASE_URL": "postgres://u@h/d", "PUSHCHAT_API_TLS_CERTIFICATE": "/etc/pushchat/api.pem"]
+                )
+            )
+        }
+        #expect(error?.key == "PUSHCHAT_API_TLS_KEY")
+    }
 }
