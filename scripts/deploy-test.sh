@@ -78,7 +78,8 @@ run_guide_block() {
     while IFS= read -r line; do
         [ -n "$line" ] || continue
         command=$(printf '%s\n' "$line" | sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" \
-            -e "s#/var/lib/prometheus/node-exporter#$metrics#g" -e 's#sudo -u \([a-z_-]*\) #runuser -u \1 -- #g' -e 's#sudo ##g')
+            -e "s#/var/lib/prometheus/node-exporter#$metrics#g" -e "s#localhost:5432/#localhost:${pg_port:-5432}/#g" \
+            -e 's#sudo -u \([a-z_-]*\) #runuser -u \1 -- #g' -e 's#sudo ##g')
         case "$command" in
         "apt-get install "*)
             # Installed by scripts/test.sh (pg_ensure_installed); the test does not reinstall packages.
@@ -140,9 +141,10 @@ pg_port=$(free_port)
 pg_createcluster --port "$pg_port" "$pg_version" "$cluster" >"$scratch/postgres.log" 2>&1 || die "pg_createcluster failed"
 pg_ctlcluster "$pg_version" "$cluster" start >>"$scratch/postgres.log" 2>&1 || die "the cluster did not start"
 export PGPORT=$pg_port PGCLUSTER=$pg_version/$cluster
+db() { runuser -u postgres -- psql -d pushchat -tAc "$1"; }
 [ "$(runuser -u postgres -- psql -tAc 'SHOW ssl')" = on ] || die "the test cluster does not run with ssl = on"
 
-step "the database role and database (the guide's §2)"
+step "the database roles and database (the guide's §2)"
 password='Push#chat/s3cret@deploy'
 printf '%s\n%s\n' "$password" "$password" >"$scratch/password-input"
 run_guide_block database "$repo" "$scratch/password-input"
@@ -176,10 +178,18 @@ grep -v '^#' "$etc/pushchat.env" | grep -q CHANGE-ME && die "a CHANGE-ME value i
     echo "PUSHCHAT_APNS_CA_FILE=$etc/apns-ca.pem"
 } >>"$etc/pushchat.env"
 
-step "migrate (the guide's §4) and the metrics folder (§5)"
+step "migrate as the owner, the services' grants (the guide's §4) and the metrics folder (§6)"
 run_guide_block migrate "$repo" /dev/null
 grep -q "001" "$scratch/guide.log" || die "migrate --status listed nothing"
 run_guide_block metrics "$repo" /dev/null
+owner=$(db "SELECT tableowner FROM pg_tables WHERE tablename = 'push_queue'")
+[ "$owner" = pushchat_owner ] || die "push_queue belongs to $owner, not pushchat_owner"
+service_url=$(grep '^PUSHCHAT_DATABASE_URL=' "$etc/pushchat.env" | cut -d= -f2-)
+psql "$service_url" -qtAc 'SELECT count(*) FROM push_queue' >/dev/null || die "the services' role cannot read the queue"
+if psql "$service_url" -v ON_ERROR_STOP=1 -qc 'CREATE TABLE intruder ()' >/dev/null 2>&1 \
+    || psql "$service_url" -v ON_ERROR_STOP=1 -qc 'ALTER TABLE push_queue ADD COLUMN intruder int' >/dev/null 2>&1; then
+    die "the services' role may change the schema"
+fi
 
 # A unit's ExecStart as systemd runs it: in the foreground (a oneshot's run), or started (a service: its pid kept).
 unit() { python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$prefix/deploy/systemd/$1"; }
@@ -213,7 +223,6 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 grep "$token_b" "$scratch/record.jsonl" | grep -q "Ann: Deployed by the guide" || die "the message did not arrive at the simulator"
-db() { runuser -u postgres -- psql -d pushchat -tAc "$1"; }
 for _ in $(seq 1 50); do
     [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")" = 0 ] && break
     sleep 0.1

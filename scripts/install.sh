@@ -30,7 +30,7 @@ for program in "$@"; do
 done
 install -m 644 migrations/*.sql "$prefix/migrations/"
 install -m 644 config/pushchat.json "$prefix/config/"
-install -m 644 deploy/README.md deploy/crontab deploy/pushchat.env.example "$prefix/deploy/"
+install -m 644 deploy/README.md deploy/crontab deploy/pushchat.env.example deploy/grants.sql deploy/nginx-pushchat.conf "$prefix/deploy/"
 install -m 755 deploy/dev-certs.sh "$prefix/deploy/"
 install -m 644 deploy/systemd/*.service deploy/systemd/*.timer "$prefix/deploy/systemd/"
 echo "installed $* under $prefix"

@@ -59,8 +59,11 @@ public struct Migrator: Sendable {
     /// Every migration file, applied or pending, plus versions recorded in the database without a file.
     public func status() async throws(DatabaseError) -> [Status] {
         do {
-            try await createTable(on: connection)
-            let applied = try await appliedMigrations(on: connection)
+            // Reads only (a role without rights on the schema may ask): no table yet means nothing applied.
+            let exists = try await connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger)
+            var tableExists = false
+            for try await value in exists.decode(Bool.self) { tableExists = value }
+            let applied = tableExists ? try await appliedMigrations(on: connection) : [:]
             var result = migrations.map { migration in
                 let record = applied[migration.version]
                 return Status(

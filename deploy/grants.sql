@@ -1,0 +1,11 @@
+-- PushChat Server: what the services' role may do, run by the guide after `migrate` (as postgres, in the pushchat
+-- database). The schema belongs to pushchat_owner, which only `migrate` uses; the services connect as pushchat and
+-- may read and write rows, never change the schema (no CREATE, ALTER, DROP, TRUNCATE). Running it again is harmless.
+GRANT CONNECT ON DATABASE pushchat TO pushchat;
+GRANT USAGE ON SCHEMA public TO pushchat;
+GRANT SELECT, INSERT, UPDATE, DELETE ON active_users, messages, push_queue, invalid_tokens TO pushchat;
+GRANT SELECT ON schema_migrations TO pushchat;
+GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO pushchat;
+-- Tables and sequences later migrations create get the same rights.
+ALTER DEFAULT PRIVILEGES FOR ROLE pushchat_owner IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO pushchat;
+ALTER DEFAULT PRIVILEGES FOR ROLE pushchat_owner IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO pushchat;
