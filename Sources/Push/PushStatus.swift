@@ -8,6 +8,7 @@ public final class PushStatus: Sendable {
     private struct State {
         var connections = 0
         var environment = WrongEnvironmentWindow()
+        var stalled = false
     }
 
     private let state = NIOLockedValueBox(State())
@@ -25,6 +26,11 @@ public final class PushStatus: Sendable {
 
     /// The alarm is up: most recent answers were `BadDeviceToken`/`DeviceTokenNotForTopic` (binary: status 8).
     public var wrongEnvironment: Bool { state.withLockedValue { $0.environment.isRaised } }
+
+    /// A gateway connection was closed because the gateway stopped reading, and none has delivered since.
+    public var gatewayStalled: Bool { state.withLockedValue { $0.stalled } }
+
+    func gatewayStalled(_ stalled: Bool) { state.withLockedValue { $0.stalled = stalled } }
 
     func connectionOpened() { state.withLockedValue { $0.connections += 1 } }
     func connectionClosed() { state.withLockedValue { $0.connections -= 1 } }

@@ -42,6 +42,9 @@ enum StatusServer {
             return Response.text(.serviceUnavailable, "database unreachable")
         }
         guard status.connectedCount > 0 else { return Response.text(.serviceUnavailable, "not connected to the gateway") }
+        if status.gatewayStalled {
+            return Response.text(.serviceUnavailable, "the gateway stopped reading (a stalled connection was closed)")
+        }
         if status.wrongEnvironment {
             return Response.text(
                 .serviceUnavailable,

@@ -59,6 +59,7 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case pushLease = "push_lease"
     case pushSettle = "push_settle"
     case pushMaxRetries = "push_max_retries"
+    case pushStallTimeout = "push_stall_timeout"
 
     /// The key as written in the configuration file.
     public var fileKey: String { rawValue }

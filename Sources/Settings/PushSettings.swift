@@ -31,6 +31,9 @@ public struct PushSettings: Sendable {
     /// HTTP/2: how long one request may wait for its answer before it is cancelled and resent
     /// (`push_request_timeout`). Default 10 s.
     public var requestTimeout: Duration = .seconds(10)
+    /// Binary: a gateway that takes no bytes for this long while a write waits (it stopped reading) is treated as a
+    /// dead connection: closed, its window sent again on a new one (`push_stall_timeout`). Default 30 s.
+    public var stallTimeout: Duration = .seconds(30)
 
     public init() {}
 
@@ -56,6 +59,7 @@ public struct PushSettings: Sendable {
         }
         statusPort = try Self.integer(.pushStatusPort, source, in: 0...65535) ?? statusPort
         requestTimeout = try Self.duration(.pushRequestTimeout, source) ?? requestTimeout
+        stallTimeout = try Self.duration(.pushStallTimeout, source) ?? stallTimeout
         guard lease > settle * 4 else {
             throw Configuration.invalid(.pushLease, source, "must be well above push_settle (at least 4 times)")
         }

@@ -105,6 +105,38 @@ import Testing
         }
     }
 
+    /// A gateway that stops reading (its socket full, no error, no close): past push_stall_timeout the connection is
+    /// dead, /readyz says so, and its notifications go out again on a new connection once the gateway reads again.
+    @Test func aGatewayThatStopsReadingIsClosedAndNothingIsLost() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.faults.readDelay = .seconds(60)  // after its first read the gateway reads nothing for a minute
+        try await PushHarness.run(simulator: simulator) { harness in
+            // About 15 MB: far more than the sockets between the daemon and the gateway hold.
+            let payload = #"{"aps":{"alert":"\#(String(repeating: "x", count: 1900))"}}"#
+            let ids = try await harness.queue(8000, payload: payload)
+            var configuration = harness.configuration()
+            configuration.push.stallTimeout = .seconds(1)
+            try await harness.withDaemonStatus(configuration) { port in
+                try await harness.waitUntil(timeout: .seconds(30), "the stall is seen") {
+                    try await LoopbackHTTP.get(port: port, path: "/readyz").body.contains("stopped reading")
+                }
+                let scrape = try await LoopbackHTTP.scrape(port: port)
+                #expect(scrape["pushchat_gateway_reconnects"] >= 1)
+                #expect(scrape["pushchat_push_resent"] >= 1, "what was in flight on the stalled connection goes out again")
+                harness.simulator.state.setFaults(SimulatorConfiguration.Faults())
+                try await harness.waitUntil(timeout: .seconds(60), "everything sent") {
+                    try await harness.sentAndFailed() == [8000, 0]
+                }
+                try await harness.waitUntil("ready again") { try await LoopbackHTTP.get(port: port, path: "/readyz").status == 200 }
+            }
+            // The binary interface never acknowledges: rows the gateway's kernel took before it stopped reading and that
+            // stayed silent for push_settle count as accepted (docs: the sent window). What was still in flight when the
+            // stall was detected reached the gateway on the next connection.
+            #expect(harness.acceptedCounts.count > 0)
+            #expect(ids.count == 8000)
+        }
+    }
+
     @Test func rowsThatCanNeverBeSentFailAtOnceWithAReason() async throws {
         try await PushHarness.run { harness in
             try await harness.queue(3)

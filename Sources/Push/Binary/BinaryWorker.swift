@@ -29,6 +29,8 @@ struct BinaryWorker: PushWorker {
         case drained
         /// The writer stopped because the connection ended: the reader has the verdict.
         case writerStopped
+        /// The gateway stopped reading: the connection is closed as dead.
+        case stalled(String)
     }
 
     func run() async {
@@ -55,6 +57,7 @@ struct BinaryWorker: PushWorker {
                 inFlight.set(0)
                 delivered = session.delivered
                 limit = session.limit
+                if case .stalled = end { status.gatewayStalled(true) }
                 let unsettled: Int
                 (carry, unsettled) = settle(session, end: end)
                 switch end {
@@ -66,6 +69,8 @@ struct BinaryWorker: PushWorker {
                     // Dropped without a word: we cannot know how much arrived. Start small again so a gateway that
                     // keeps dropping after a few frames still lets every notification through.
                     limit = delivered > 0 ? max(1, min(limit, unsettled) / 2) : 1
+                case .stalled:
+                    limit = max(1, min(limit, max(unsettled, 1)) / 2)
                 default:
                     break
                 }
@@ -178,6 +183,11 @@ struct BinaryWorker: PushWorker {
             }
             do {
                 try await send(batch, session: session, outbound: outbound, buffer: &buffer)
+            } catch let stall as GatewayStall {
+                logger.error("\(stall); closing the connection and sending its notifications again on a new one")
+                session.stop()
+                await keep(prefetch?.task, in: session)
+                return .stalled(stall.description)
             } catch {
                 // The connection is gone; the reader reports how.
                 break
@@ -235,7 +245,14 @@ struct BinaryWorker: PushWorker {
             written.append(notification)
         }
         guard !written.isEmpty, session.append(written, at: .now) else { return }
-        try await outbound.write(buffer)
+        // A gateway that stops reading leaves this write waiting for the socket forever (and the rows' leases renewed
+        // forever): past push_stall_timeout the connection counts as dead, and its window is sent again elsewhere.
+        let bytes = buffer
+        do {
+            try await withDeadline(settings.stallTimeout) { try await outbound.write(bytes) }
+        } catch is DeadlineExceeded {
+            throw GatewayStall(limit: settings.stallTimeout)
+        }
         session.restampLast(written.count, at: .now)
     }
 
@@ -263,6 +280,8 @@ struct BinaryWorker: PushWorker {
             return ((carry + pending).sorted { $0.messageID < $1.messageID }, 0)
         case .writerStopped:
             return settle(session, end: .closed("the connection ended", refused: false))
+        case .stalled(let reason):
+            return settle(session, end: .closed(reason, refused: false))
         case .closed(let reason, _):
             let (window, pending) = session.takeAll()
             metrics.resent.increment(by: window.count)
@@ -286,6 +305,7 @@ struct BinaryWorker: PushWorker {
         guard !items.isEmpty else { return }
         outcomes.sent(items)
         status.answered(other: items.count)
+        status.gatewayStalled(false)  // a gateway that takes notifications reads again
     }
 
     private func handleFailure(_ failed: QueuedNotification, response: BinaryErrorResponse, carry: inout [QueuedNotification]) {
@@ -333,4 +353,17 @@ struct BinaryWorker: PushWorker {
 extension BinaryErrorResponse.Status {
     /// `invalid token` → `invalid_token`.
     var metricLabel: String { String(name.map { $0 == " " ? "_" : $0 }) }
+}
+
+/// The binary gateway took no bytes for `push_stall_timeout` while a write waited: it stopped reading.
+struct GatewayStall: PushChatError {
+    typealias Code = ErrorCode<GatewayStall>
+    var code: Code { .stalled }
+    let limit: Duration
+    var reason: String { "the gateway took no bytes for \(limit.formatted) (it stopped reading)" }
+    var description: String { reason }
+}
+
+extension ErrorCode where Domain == GatewayStall {
+    static let stalled = Self("stalled")
 }
