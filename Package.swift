@@ -38,6 +38,7 @@ let package = Package(
         .executable(name: "pushchat-feedback", targets: ["FeedbackJob"]),
         .executable(name: "pushchat-apns-sim", targets: ["APNsSimulator"]),
         .executable(name: "pushchat-bench", targets: ["Bench"]),
+        .executable(name: "pushchat-fuzz", targets: ["Fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -134,6 +135,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // libFuzzer entry points for the parsers of untrusted bytes (scripts/fuzz.sh); a corpus replayer otherwise.
+        .executableTarget(name: "Fuzz", dependencies: ["API", "APNs", nioCore], swiftSettings: swiftSettings),
         // Pure unit tests, one target per library; integration tests (PostgreSQL, sockets, executables) apart.
         .testTarget(name: "SupportTests", dependencies: ["Support"], swiftSettings: swiftSettings),
         .testTarget(

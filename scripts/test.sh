@@ -6,15 +6,17 @@
 #   browser  headless Chromium drives the test forms and reads the simulator's lock-screen page
 #            (scripts/browser-test.py; installs Debian's chromium when missing; screenshot in .local/test-output/)
 #   deploy   the deployment guide followed to the letter into a scratch folder (scripts/deploy-test.sh; root only)
+#   fuzz     libFuzzer with AddressSanitizer on every parser of untrusted bytes, 60 s each (scripts/fuzz.sh;
+#            PUSHCHAT_FUZZ_SECONDS changes it)
 #
 #   ./scripts/test.sh                    every stage
 #   ./scripts/test.sh ARGS...            only `swift test ARGS` (e.g. --filter FormFields)
-#   ./scripts/test.sh --stage NAME...    only these stages (swift, browser, deploy)
+#   ./scripts/test.sh --stage NAME...    only these stages (swift, browser, deploy, fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/postgres.sh
 
-stages=(swift browser deploy)
+stages=(swift browser deploy fuzz)
 if [ "${1:-}" = "--stage" ]; then
     shift
     stages=("$@")
@@ -102,4 +104,10 @@ if has_stage deploy; then
     else
         echo "==> deployment test skipped: it needs root (it creates the service user and a PostgreSQL cluster)"
     fi
+fi
+
+if has_stage fuzz; then
+    begin "fuzzing (libFuzzer, AddressSanitizer)"
+    ./scripts/fuzz.sh "${PUSHCHAT_FUZZ_SECONDS:-60}"
+    finish "fuzzing"
 fi

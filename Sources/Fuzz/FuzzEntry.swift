@@ -1,0 +1,76 @@
+import API
+import APNs
+import Foundation
+import NIOCore
+
+/// libFuzzer entry points for every parser of untrusted bytes: the API's form bodies (urlencoded and multipart), the
+/// binary frame decoder (what the simulator reads from providers) and the gateway's error responses, and feedback
+/// tuples. `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
+///
+/// Built with libFuzzer by `scripts/fuzz.sh` (`--sanitize fuzzer --sanitize address`, `-D FUZZING`); built normally it
+/// is `pushchat-fuzz`, a replayer, which runs every file of a corpus through the same code (what CI and the tests run).
+enum FuzzTarget: String, CaseIterable {
+    case forms, multipart, binary, feedback
+
+    static var selected: FuzzTarget {
+        FuzzTarget(rawValue: ProcessInfo.processInfo.environment["PUSHCHAT_FUZZ"] ?? "") ?? .forms
+    }
+
+    func run(_ bytes: UnsafeRawBufferPointer) {
+        let buffer = ByteBuffer(bytes: bytes)
+        switch self {
+        case .forms:
+            if let fields = try? FormFields.parse(body: buffer, contentType: "application/x-www-form-urlencoded") {
+                _ = try? APIRequest(fields: fields)
+            }
+        case .multipart:
+            // The first line is the boundary, the rest the body.
+            let text = Array(bytes)
+            let split = text.firstIndex(of: UInt8(ascii: "\n")) ?? text.count
+            let boundary = String(decoding: text[..<split], as: UTF8.self)
+            let body = ByteBuffer(bytes: text[min(split + 1, text.count)...])
+            if let fields = try? FormFields.parse(body: body, contentType: "multipart/form-data; boundary=\(boundary)") {
+                _ = try? APIRequest(fields: fields)
+            }
+        case .binary:
+            var frames = buffer
+            while (try? BinaryFrameDecoder.decode(&frames)) != nil {}
+            var responses = buffer
+            _ = try? BinaryErrorResponse.read(from: &responses)
+        case .feedback:
+            var tuples = buffer
+            while (try? FeedbackTuple.read(from: &tuples)) != nil {}
+        }
+    }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    FuzzTarget.selected.run(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
+
+#if !FUZZING
+/// `pushchat-fuzz [FILE|DIR]...` (built without libFuzzer): runs files (a corpus, or a crash libFuzzer saved) through the parser
+/// `PUSHCHAT_FUZZ` names, without libFuzzer.
+@main
+enum Replay {
+    static func main() {
+        var count = 0
+        for argument in CommandLine.arguments.dropFirst() {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else { continue }
+            let files =
+                isDirectory.boolValue
+                ? ((try? FileManager.default.contentsOfDirectory(atPath: argument)) ?? []).sorted().map { argument + "/" + $0 }
+                : [argument]
+            for file in files {
+                guard let data = FileManager.default.contents(atPath: file) else { continue }
+                data.withUnsafeBytes { FuzzTarget.selected.run($0) }
+                count += 1
+            }
+        }
+        print("replayed \(count) inputs through \(FuzzTarget.selected.rawValue)")
+    }
+}
+#endif

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Fuzzes every parser of untrusted bytes with libFuzzer and AddressSanitizer, each for a bounded time, starting from
+# the committed seed corpus (Fuzz/corpus/TARGET):
+#   forms       the API's urlencoded bodies, then command validation (join, message, … with udid or user_id)
+#   multipart   multipart/form-data bodies (first line: the boundary)
+#   binary      binary notification frames (commands 0, 1, 2) and error responses
+#   feedback    feedback-service tuples
+#
+#   ./scripts/fuzz.sh [SECONDS]        each target for SECONDS (default 60)
+#
+# A crash, leak or timeout stops with a non-zero exit; the input is saved in .local/test-output/fuzz/ — add it to
+# the target's corpus folder and it becomes a regression test (FuzzCorpusTests replays every corpus file).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+targets=(forms multipart binary feedback)
+out="$PWD/.local/test-output/fuzz"
+mkdir -p "$out"
+
+echo "==> building the fuzz target with libFuzzer and AddressSanitizer (.build-fuzz)"
+swift build --scratch-path .build-fuzz --sanitize fuzzer --sanitize address -Xswiftc -DFUZZING --product pushchat-fuzz
+bin=$(swift build --scratch-path .build-fuzz --sanitize fuzzer --sanitize address -Xswiftc -DFUZZING --show-bin-path)
+
+for target in "${targets[@]}"; do
+    work=$(mktemp -d)
+    cp Fuzz/corpus/"$target"/* "$work"/
+    echo "==> fuzzing $target for ${seconds} s ($(ls "$work" | wc -l) seeds)"
+    if ! PUSHCHAT_FUZZ=$target "$bin/pushchat-fuzz" "$work" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
+        -rss_limit_mb=2048 -artifact_prefix="$out/$target-" -print_final_stats=1 >"$out/$target.log" 2>&1; then
+        tail -n 40 "$out/$target.log" >&2
+        echo "fuzz: $target failed; the input is in $out" >&2
+        rm -rf "$work"
+        exit 1
+    fi
+    grep -E "stat::number_of_executed_units|stat::new_units_added" "$out/$target.log" | sed 's/^/    /'
+    rm -rf "$work"
+done
+echo "==> fuzz: no crash in ${#targets[@]} targets"
