@@ -13,6 +13,7 @@ extension FormFields {
         // An empty form: the closing delimiter alone (the parser expects a part after a delimiter).
         if bytes.starts(with: closing) { return FormFields() }
         guard bytes.firstRange(of: closing) != nil else { throw .malformedMultipart }
+        guard headerNamesAreASCII(bytes, boundary: Array(boundary.utf8)) else { throw .malformedMultipart }
 
         let parser = MultipartParser(boundary: boundary)
         var fields = FormFields()
@@ -40,5 +41,32 @@ extension FormFields {
         }
         guard !partOpen else { throw .malformedMultipart }
         return fields
+    }
+
+    /// multipart-kit 4.7.1 traps on a header-name byte above 0x7F (its lookup table has 128 entries): one request
+    /// could stop the API. The fuzzer found it. Header names are ASCII tokens, so a body with another byte in one is
+    /// refused before the parser sees it: every header block (after a delimiter and CRLF, up to the empty line) is
+    /// checked, each line up to its colon.
+    static func headerNamesAreASCII(_ bytes: ByteBufferView, boundary: [UInt8]) -> Bool {
+        let (cr, lf, colon) = (UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: ":"))
+        let delimiter = Array("--".utf8) + boundary
+        var searchFrom = bytes.startIndex
+        while let found = bytes[searchFrom...].firstRange(of: delimiter) {
+            searchFrom = found.upperBound
+            var position = found.upperBound
+            guard position + 1 < bytes.endIndex, bytes[position] == cr, bytes[position + 1] == lf else { continue }
+            position += 2
+            // Header lines until the empty one.
+            while position < bytes.endIndex, bytes[position] != cr {
+                var index = position
+                while index < bytes.endIndex, bytes[index] != colon, bytes[index] != cr {
+                    if bytes[index] > 0x7F { return false }
+                    index += 1
+                }
+                guard let lineEnd = bytes[index...].firstIndex(of: lf) else { break }
+                position = lineEnd + 1
+            }
+        }
+        return true
     }
 }

@@ -73,6 +73,20 @@ import Testing
         }
     }
 
+    /// Found by the fuzzer: multipart-kit 4.7.1 traps on a header-name byte above 0x7F. Refused before it gets there.
+    @Test func aNonASCIIHeaderNameIsRefusedNotACrash() {
+        let body = "--b\r\nContent-Di\u{8D}sposition: form-data; name=\"cmd\"\r\n\r\njoin\r\n--b--\r\n"
+        #expect(throws: FormError.malformedMultipart) {
+            try FormFields.parse(body: ByteBuffer(string: body), contentType: "multipart/form-data; boundary=b")
+        }
+        // A non-ASCII value (a file name in UTF-8) is fine.
+        let utf8 = "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"résumé.txt\"\r\n\r\nx\r\n--b--\r\n"
+        #expect(
+            (try? FormFields.parse(body: ByteBuffer(string: utf8), contentType: "multipart/form-data; boundary=b"))?.values["f"]
+                == Array("x".utf8)
+        )
+    }
+
     @Test func otherContentTypesAreRefused() {
         #expect(throws: FormError.unsupportedContentType) {
             try FormFields.parse(body: ByteBuffer(string: "{}"), contentType: "application/json")
