@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-targets=(forms multipart binary feedback)
+read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback}"
 out="$PWD/.local/test-output/fuzz"
 mkdir -p "$out"
 

@@ -45,26 +45,30 @@ extension FormFields {
 
     /// multipart-kit 4.7.1 traps on a header-name byte above 0x7F (its lookup table has 128 entries): one request
     /// could stop the API. The fuzzer found it. Header names are ASCII tokens, so a body with another byte in one is
-    /// refused before the parser sees it: every header block (after a delimiter and CRLF, up to the empty line) is
-    /// checked, each line up to its colon.
+    /// refused before the parser sees it. This walks every header block as multipart-kit does (after a delimiter and
+    /// CRLF: a name up to its colon, a value up to CR, LF, and so on until a line starts with CR).
     static func headerNamesAreASCII(_ bytes: ByteBufferView, boundary: [UInt8]) -> Bool {
         let (cr, lf, colon) = (UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: ":"))
         let delimiter = Array("--".utf8) + boundary
+        let end = bytes.endIndex
         var searchFrom = bytes.startIndex
         while let found = bytes[searchFrom...].firstRange(of: delimiter) {
             searchFrom = found.upperBound
             var position = found.upperBound
-            guard position + 1 < bytes.endIndex, bytes[position] == cr, bytes[position + 1] == lf else { continue }
+            guard position + 1 < end, bytes[position] == cr, bytes[position + 1] == lf else { continue }
             position += 2
-            // Header lines until the empty one.
-            while position < bytes.endIndex, bytes[position] != cr {
-                var index = position
-                while index < bytes.endIndex, bytes[index] != colon, bytes[index] != cr {
-                    if bytes[index] > 0x7F { return false }
-                    index += 1
+            headers: while position < end {
+                var nameLength = 0
+                while position < end {
+                    let byte = bytes[position]
+                    if byte == cr { break headers }  // the end of the headers (or a line the parser refuses)
+                    if byte == colon && nameLength > 0 { break }
+                    if byte > 0x7F { return false }
+                    nameLength += 1
+                    position += 1
                 }
-                guard let lineEnd = bytes[index...].firstIndex(of: lf) else { break }
-                position = lineEnd + 1
+                guard position < end, let valueEnd = bytes[position...].firstIndex(of: cr) else { break }
+                position = valueEnd + 2
             }
         }
         return true

@@ -79,6 +79,11 @@ import Testing
         #expect(throws: FormError.malformedMultipart) {
             try FormFields.parse(body: ByteBuffer(string: body), contentType: "multipart/form-data; boundary=b")
         }
+        // A header value may hold a bare LF: the next header name starts after its CR LF (found by the fuzzer too).
+        let afterValue = "--b\r\nA: x\ny\r\n01\u{C6}9: z\r\n\r\nbody\r\n--b--\r\n"
+        #expect(throws: FormError.malformedMultipart) {
+            try FormFields.parse(body: ByteBuffer(string: afterValue), contentType: "multipart/form-data; boundary=b")
+        }
         // A non-ASCII value (a file name in UTF-8) is fine.
         let utf8 = "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"résumé.txt\"\r\n\r\nx\r\n--b--\r\n"
         #expect(
