@@ -6,7 +6,11 @@
 #   binary      binary notification frames (commands 0, 1, 2) and error responses
 #   feedback    feedback-service tuples
 #
-#   ./scripts/fuzz.sh [SECONDS]        each target for SECONDS (default 60)
+#   ./scripts/fuzz.sh [SECONDS]        each target for at most SECONDS (default 60) and 100,000 inputs
+#
+# The test command's run is repeatable: seed 1 (PUSHCHAT_FUZZ_SEED; 0 picks a random one), the same inputs in the same
+# order on every machine, so a clean run here is a clean run in CI. For a longer, random hunt:
+#   PUSHCHAT_FUZZ_SEED=0 PUSHCHAT_FUZZ_RUNS=-1 ./scripts/fuzz.sh 600
 #
 # A crash, leak or timeout stops with a non-zero exit; the input is saved in .local/test-output/fuzz/ — add it to
 # the target's corpus folder and it becomes a regression test (FuzzCorpusTests replays every corpus file).
@@ -28,7 +32,8 @@ for target in "${targets[@]}"; do
     work=$(mktemp -d)
     cp Fuzz/corpus/"$target"/* "$work"/
     echo "==> fuzzing $target for ${seconds} s ($(ls "$work" | wc -l) seeds)"
-    if ! PUSHCHAT_FUZZ=$target "$bin/pushchat-fuzz" "$work" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
+    if ! PUSHCHAT_FUZZ=$target "$bin/pushchat-fuzz" "$work" -seed="${PUSHCHAT_FUZZ_SEED:-1}" -runs="${PUSHCHAT_FUZZ_RUNS:-100000}" \
+        -max_total_time="$seconds" -max_len=4096 -timeout=10 \
         -rss_limit_mb=2048 -artifact_prefix="$out/$target-" -print_final_stats=1 >"$out/$target.log" 2>&1; then
         tail -n 40 "$out/$target.log" >&2
         echo "fuzz: $target failed; the input is in $out" >&2
