@@ -181,8 +181,13 @@ extension Bench {
 
     // MARK: Helpers
 
-    /// The load comes from one address and few devices: the abuse limits would measure themselves.
-    static let noLimits = ["PUSHCHAT_API_RATE_PER_IP": "0", "PUSHCHAT_API_RATE_PER_UDID": "0", "PUSHCHAT_API_MAX_ROOM_SIZE": "0"]
+    /// The load comes from one address and few devices: the abuse limits would measure themselves. (The API's metrics
+    /// listener takes any free port: several APIs may run at once.)
+    static let noLimits = [
+        "PUSHCHAT_API_METRICS_PORT": "0",
+        "PUSHCHAT_API_RATE_PER_IP": "0", "PUSHCHAT_API_RATE_PER_UDID": "0", "PUSHCHAT_API_MAX_ROOM_SIZE": "0",
+        "PUSHCHAT_API_FANOUT_PER_IP": "0", "PUSHCHAT_API_FANOUT_PER_UDID": "0", "PUSHCHAT_API_MAX_CONNECTIONS_PER_IP": "0",
+    ]
 
     func startProcess(_ name: String, _ arguments: [String], extra: [String: String] = [:]) throws -> Process {
         let process = Process()

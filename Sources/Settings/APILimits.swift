@@ -60,17 +60,9 @@ public struct APILimits: Sendable {
             guard count == count.rounded() else { throw Configuration.invalid(.apiMaxConnectionsPerIP, source, "expected a whole number") }
             maxConnectionsPerIP = Int(count)
         }
-        for (key, keyPath, ceiling) in [
-            (ConfigurationKey.apiHeaderTimeout, \APILimits.headerTimeout, Duration.seconds(30)),
-            (.apiBodyTimeout, \APILimits.bodyTimeout, .seconds(30)),
-            (.apiIdleTimeout, \APILimits.idleTimeout, .seconds(60)),
-        ] {
-            guard let text = source.value(key) else { continue }
-            guard let value = Configuration.parseDuration(text), value > .zero, value <= ceiling * 10 else {
-                throw Configuration.invalid(key, source, "expected a duration from 1ms to \((ceiling * 10).formatted), got '\(text)'")
-            }
-            self[keyPath: keyPath] = value
-        }
+        headerTimeout = try Configuration.duration(.apiHeaderTimeout, source, maximum: .seconds(300)) ?? headerTimeout
+        bodyTimeout = try Configuration.duration(.apiBodyTimeout, source, maximum: .seconds(300)) ?? bodyTimeout
+        idleTimeout = try Configuration.duration(.apiIdleTimeout, source, maximum: .seconds(600)) ?? idleTimeout
         if let text = source.value(.apiTrustedProxies) {
             var networks: [CIDR] = []
             for entry in text.split(separator: ",").map({ $0.trimmingWhitespace() }) where !entry.isEmpty {

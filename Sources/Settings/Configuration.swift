@@ -100,12 +100,7 @@ public struct Configuration: Sendable {
             }
             logFormat = value
         }
-        if let interval = source.value(.pollInterval) {
-            guard let value = Self.parseDuration(interval), value > .zero else {
-                throw Self.invalid(.pollInterval, source, "expected a positive number of seconds (e.g. 5, 0.5, 500ms), got '\(interval)'")
-            }
-            pollInterval = value
-        }
+        pollInterval = try Self.duration(.pollInterval, source) ?? pollInterval
         if let directory = source.value(.migrationsDirectory) {
             guard !directory.isEmpty else { throw Self.invalid(.migrationsDirectory, source, "must not be empty") }
             migrationsDirectory = directory
@@ -121,16 +116,9 @@ public struct Configuration: Sendable {
             }
             feedbackMaxPrune = limit
         }
-        for (key, keyPath) in [
-            (ConfigurationKey.databaseStatementTimeout, \DatabaseURL.statementTimeout),
-            (ConfigurationKey.databaseLockTimeout, \DatabaseURL.lockTimeout),
-        ] {
-            guard let text = source.value(key) else { continue }
-            guard let value = Self.parseDuration(text), value >= .zero else {
-                throw Self.invalid(key, source, "expected a duration (e.g. 30s, 500ms; 0: no limit), got '\(text)'")
-            }
-            databaseURL[keyPath: keyPath] = value
-        }
+        databaseURL.statementTimeout =
+            try Self.duration(.databaseStatementTimeout, source, zeroMeans: "no limit") ?? databaseURL.statementTimeout
+        databaseURL.lockTimeout = try Self.duration(.databaseLockTimeout, source, zeroMeans: "no limit") ?? databaseURL.lockTimeout
     }
 
     /// Loads the configuration for `mode` from `path` (or the default file) and `environment`.
@@ -158,6 +146,26 @@ public struct Configuration: Sendable {
         }
         guard let seconds = Double(trimmed), seconds.isFinite else { return nil }
         return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
+    /// A duration setting (`30`, `500ms`, `7d`), or nil when it is not set; zero only where `zeroMeans` says what it
+    /// means, never more than `maximum`.
+    static func duration(
+        _ key: ConfigurationKey,
+        _ source: ConfigurationSource,
+        zeroMeans: String? = nil,
+        maximum: Duration? = nil
+    ) throws(ConfigurationError) -> Duration? {
+        guard let text = source.value(key) else { return nil }
+        guard let value = parseDuration(text), value > .zero || (zeroMeans != nil && value == .zero),
+            maximum.map({ value <= $0 }) ?? true
+        else {
+            var expected = "a duration such as 30, 0.5, 500ms, 2m or 7d"
+            if let zeroMeans { expected += " (0: \(zeroMeans))" }
+            if let maximum { expected += ", at most \(maximum.formatted)" }
+            throw invalid(key, source, "expected \(expected), got '\(text)'")
+        }
+        return value
     }
 
     static func invalid(_ key: ConfigurationKey, _ source: ConfigurationSource, _ reason: String) -> ConfigurationError {

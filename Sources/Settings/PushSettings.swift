@@ -48,8 +48,8 @@ public struct PushSettings: Sendable {
         }
         batchSize = try Self.integer(.pushBatchSize, source, in: 1...50_000) ?? batchSize
         window = try Self.integer(.pushWindow, source, in: 1...1_000_000) ?? window
-        lease = try Self.duration(.pushLease, source) ?? lease
-        settle = try Self.duration(.pushSettle, source) ?? settle
+        lease = try Configuration.duration(.pushLease, source) ?? lease
+        settle = try Configuration.duration(.pushSettle, source) ?? settle
         maxRetries = try Self.integer(.pushMaxRetries, source, in: 0...100) ?? maxRetries
         if let host = source.value(.pushStatusHost) {
             guard !host.isEmpty, !host.contains(where: \.isWhitespace) else {
@@ -58,8 +58,8 @@ public struct PushSettings: Sendable {
             statusHost = host
         }
         statusPort = try Self.integer(.pushStatusPort, source, in: 0...65535) ?? statusPort
-        requestTimeout = try Self.duration(.pushRequestTimeout, source) ?? requestTimeout
-        stallTimeout = try Self.duration(.pushStallTimeout, source) ?? stallTimeout
+        requestTimeout = try Configuration.duration(.pushRequestTimeout, source) ?? requestTimeout
+        stallTimeout = try Configuration.duration(.pushStallTimeout, source) ?? stallTimeout
         guard lease > settle * 4 else {
             throw Configuration.invalid(.pushLease, source, "must be well above push_settle (at least 4 times)")
         }
@@ -77,14 +77,6 @@ public struct PushSettings: Sendable {
                 source,
                 "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'"
             )
-        }
-        return value
-    }
-
-    private static func duration(_ key: ConfigurationKey, _ source: ConfigurationSource) throws(ConfigurationError) -> Duration? {
-        guard let text = source.value(key) else { return nil }
-        guard let value = Configuration.parseDuration(text), value > .zero else {
-            throw Configuration.invalid(key, source, "expected a positive number of seconds (e.g. 30, 0.5, 500ms), got '\(text)'")
         }
         return value
     }

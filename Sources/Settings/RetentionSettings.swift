@@ -12,16 +12,8 @@ public struct RetentionSettings: Sendable, Equatable {
     public init() {}
 
     init(source: ConfigurationSource) throws(ConfigurationError) {
-        for (key, keyPath) in [
-            (ConfigurationKey.retentionMessages, \RetentionSettings.messages),
-            (.retentionTokenlessUsers, \RetentionSettings.tokenlessUsers),
-            (.retentionInvalidTokens, \RetentionSettings.invalidTokens),
-        ] {
-            guard let text = source.value(key) else { continue }
-            guard let value = Configuration.parseDuration(text), value >= .zero else {
-                throw Configuration.invalid(key, source, "expected a duration such as 30d or 12h (0: keep forever), got '\(text)'")
-            }
-            self[keyPath: keyPath] = value
-        }
+        messages = try Configuration.duration(.retentionMessages, source, zeroMeans: "keep forever") ?? messages
+        tokenlessUsers = try Configuration.duration(.retentionTokenlessUsers, source, zeroMeans: "keep forever") ?? tokenlessUsers
+        invalidTokens = try Configuration.duration(.retentionInvalidTokens, source, zeroMeans: "keep forever") ?? invalidTokens
     }
 }
