@@ -113,21 +113,39 @@ struct APIController: Sendable {
         case .message(let udid, let text):
             // The fan-out budget pays for the recipients before anything is queued; the statement refuses a room
             // that grew past what was reserved, and what was not used goes back.
-            var reserved: Int?
+            // The sender's last recipient count is reserved (a count query only the first time); a room that grew
+            // past it is refused by the statement and tried once more with its exact size.
+            var result: ChatStore.MessageResult
             if fanOut.isEnabled {
-                let recipients = try await store.recipientCount(udid: udid)
-                if let wait = fanOut.reserve(recipients, address: client.key, udid: udid) { return tooManyRequests(wait) }
-                reserved = recipients
+                var attempts = 0
+                var estimate: Int
+                if let known = fanOut.knownRecipients(udid) {
+                    estimate = known
+                } else {
+                    estimate = try await store.recipientCount(udid: udid)
+                }
+                repeat {
+                    if let wait = fanOut.reserve(estimate, address: client.key, udid: udid) { return tooManyRequests(wait) }
+                    do {
+                        result = try await store.message(udid: udid, text: text, maxRecipients: estimate)
+                    } catch {
+                        fanOut.refund(estimate, address: client.key, udid: udid)
+                        throw error
+                    }
+                    fanOut.refund(estimate - result.queued, address: client.key, udid: udid)
+                    fanOut.remember(result.recipients, for: udid)
+                    // The room grew past the estimate: once more with its exact size, then 429.
+                    if result.refused && estimate < result.recipients && attempts == 0 {
+                        estimate = result.recipients
+                        attempts += 1
+                        continue
+                    }
+                    break
+                } while true
+                if result.refused { return tooManyRequests(.seconds(1)) }
+            } else {
+                result = try await store.message(udid: udid, text: text)
             }
-            let result: ChatStore.MessageResult
-            do {
-                result = try await store.message(udid: udid, text: text, maxRecipients: reserved)
-            } catch {
-                fanOut.refund(reserved ?? 0, address: client.key, udid: udid)
-                throw error
-            }
-            fanOut.refund((reserved ?? 0) - result.queued, address: client.key, udid: udid)
-            if result.refused { return tooManyRequests(.seconds(1)) }
             metrics.queued(result.queued)
             if result.messageID == nil {
                 store.logger.info("Message from a device that is in no room: nothing queued", metadata: ["api.udid": "\(udid)"])

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Settings
 import Support
 
@@ -8,6 +9,9 @@ import Support
 struct FanOutBudget: Sendable {
     let perIP: RateLimiter
     let perUDID: RateLimiter
+    /// Each sender's last recipient count: what its next message reserves, so a message costs one statement, not a
+    /// count first (a room that grew is caught by the statement and paid again exactly).
+    private let lastRecipients = NIOLockedValueBox([String: Int]())
 
     init(limits: APILimits) {
         // A bucket of half the budget refilling half the budget per minute: at most the budget in any minute.
@@ -26,6 +30,17 @@ struct FanOutBudget: Sendable {
             return wait
         }
         return nil
+    }
+
+    /// What `udid`'s last message went to, if known.
+    func knownRecipients(_ udid: String) -> Int? { lastRecipients.withLockedValue { $0[udid] } }
+
+    func remember(_ recipients: Int, for udid: String) {
+        lastRecipients.withLockedValue { known in
+            // Bounded: forgetting everything now and then costs each sender one count query.
+            if known.count >= 100_000 { known.removeAll(keepingCapacity: true) }
+            known[udid] = recipients
+        }
     }
 
     /// Gives back what a reservation did not use.

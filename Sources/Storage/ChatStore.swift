@@ -23,6 +23,8 @@ public struct ChatStore: Sendable {
         public let queued: Int
         /// The room had more recipients than allowed: nothing was written.
         public var refused = false
+        /// How many devices the message was (or would have been) for.
+        public var recipients = 0
     }
 
     /// Most messages one `fetch` returns.
@@ -81,6 +83,7 @@ public struct ChatStore: Sendable {
             for (id, queued, name, recipients) in try await execute(statement) {
                 result = MessageResult(messageID: id, queued: Int(queued))
                 result.refused = maxRecipients.map { Int(recipients) > $0 } ?? false
+                result.recipients = Int(recipients)
                 legacyName = name
             }
             guard let legacyName else { return result }

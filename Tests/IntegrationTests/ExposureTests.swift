@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import NIOPosix
+import PostgresNIO
 import Testing
 
 @testable import API
@@ -115,6 +116,36 @@ import Testing
             #expect(Int(second.retryAfter ?? "") ?? 0 >= 1)
             #expect(try await api.count("push_queue") == 60, "nothing queued")
             #expect(try await api.count("messages") == 1, "nothing stored")
+        }
+    }
+
+    /// The budget reserves a sender's last recipient count; a room that grew since is paid again exactly, never
+    /// queued beyond what was reserved.
+    @Test func aRoomThatGrewSinceTheLastMessageIsPaidExactly() async throws {
+        var limits = APILimits.unlimited
+        limits.fanOutPerIP = 2000
+        try await Self.run(limits) { api in
+            @Sendable func members(_ range: ClosedRange<Int>) async throws {
+                try await TestDatabase.withConnection(api.url) { connection in
+                    try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL: """
+                                INSERT INTO active_users (udid, device_token, nickname, alert_name, secret_code)
+                                SELECT lpad(to_hex(g), 40, '0'), lpad(to_hex(g + 100000), 64, '0'), 'm' || g, 'm' || g, 'big'
+                                FROM generate_series(\(range.lowerBound), \(range.upperBound)) g
+                                """
+                        ),
+                        logger: TestDatabase.logger
+                    )
+                }
+            }
+            try await members(1...11)
+            let sender = "cmd=message&udid=\(String(repeating: "0", count: 39))1&text="
+            #expect(try await api.postAlone(sender + "one").status == 200)
+            #expect(try await api.count("push_queue") == 10)
+            try await members(12...41)
+            #expect(try await api.postAlone(sender + "two").status == 200)
+            #expect(try await api.count("push_queue") == 50, "10, then the 40 the room has now")
         }
     }
 
