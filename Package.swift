@@ -81,7 +81,7 @@ let package = Package(
             dependencies: [
                 "Support", "Settings", "Observability", "APNs", "Storage", hummingbird, hummingbirdCore, hummingbirdTLS, nioSSL,
                 multipartKit, nioCore, nioHTTP1, nioHTTPTypesHTTP1,
-                postgres, logging, metrics,
+                postgres, logging, metrics, crypto,
             ],
             swiftSettings: swiftSettings
         ),
@@ -109,7 +109,7 @@ let package = Package(
         // Executables: parse arguments, call a library.
         .executableTarget(
             name: "APIServer",
-            dependencies: ["API", "Settings", "Storage", "APNs", "Support", argumentParser, logging],
+            dependencies: ["API", "Settings", "Storage", "APNs", "Support", argumentParser, logging, postgres],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -4,6 +4,7 @@
 GRANT CONNECT ON DATABASE pushchat TO pushchat;
 GRANT USAGE ON SCHEMA public TO pushchat;
 GRANT SELECT, INSERT, UPDATE, DELETE ON active_users, messages, push_queue, invalid_tokens TO pushchat;
+GRANT SELECT, INSERT, UPDATE, DELETE ON api_keys, devices, notifications, idempotency_keys TO pushchat;
 GRANT SELECT ON schema_migrations TO pushchat;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO pushchat;
 -- Tables and sequences later migrations create get the same rights.

@@ -25,6 +25,7 @@ public enum APIApplication {
         let counter = ConnectionCounter(maximum: configuration.limits.maxConnectionsPerIP)
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: AccessLogMiddleware())
+        let apiMetrics = APIMetrics(registry: metrics)
         let controller = APIController(
             store: ChatStore(client: postgres, logger: logger),
             mode: configuration.mode,
@@ -34,10 +35,18 @@ public enum APIApplication {
             fanOut: FanOutBudget(limits: configuration.limits),
             resolver: resolver,
             databaseTimeout: databaseTimeout,
-            metrics: APIMetrics(registry: metrics),
+            metrics: apiMetrics,
             logger: logger
         )
         controller.addRoutes(to: router)
+        ProviderController(
+            store: ProviderStore(client: postgres, logger: logger),
+            transport: configuration.apns.transport,
+            limits: configuration.limits,
+            databaseTimeout: databaseTimeout,
+            metrics: apiMetrics,
+            logger: logger
+        ).addRoutes(to: router)
         if configuration.exposure.testPages {
             // Not on the open internet unless asked for (`api_test_pages`): they fill rooms and probe the database.
             controller.addTestRoutes(to: router)

@@ -6,12 +6,15 @@ import Settings
 import Storage
 import Support
 
-/// The API's figures: requests by command and status, their durations, notifications queued.
+/// The API's figures: requests by command (or provider endpoint, e.g. `notifications.send`) and status, their durations, notifications queued.
 ///
 /// Exported as `pushchat_api_requests{command,status}`, `pushchat_api_request_duration` (a histogram in seconds per
 /// command) and `pushchat_api_notifications_queued`.
 struct APIMetrics: Sendable {
-    static let commands = ["join", "leave", "update", "message", "fetch", "unparsed"]
+    static let commands = [
+        "join", "leave", "update", "message", "fetch", "unparsed",
+        "devices.register", "devices.list", "devices.unregister", "notifications.send", "notifications.status",
+    ]
 
     let registry: MetricsRegistry
     private let durations: [String: Metrics.Timer]

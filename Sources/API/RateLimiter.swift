@@ -54,6 +54,26 @@ public final class RateLimiter: Sendable {
         }
     }
 
+    /// Takes every whole token `key` has now (a reservation: give back what is not used with ``refund(_:_:now:)``).
+    public func takeAll(_ key: String, now: ContinuousClock.Instant = .now) -> Int {
+        guard isEnabled else { return .max }
+        return state.withLockedValue { state in
+            var bucket = refilled(state.buckets[key], now: now)
+            let taken = max(0, Int(bucket.tokens.rounded(.down)))
+            bucket.tokens -= Double(taken)
+            touch(&state, key, bucket, now: now)
+            return taken
+        }
+    }
+
+    /// How long until `key` holds `count` tokens again (zero when it does now).
+    public func wait(_ key: String, for count: Int, now: ContinuousClock.Instant = .now) -> Duration {
+        guard isEnabled else { return .zero }
+        let tokens = state.withLockedValue { refilled($0.buckets[key], now: now).tokens }
+        let missing = min(Double(count), burst) - tokens
+        return missing <= 0 ? .zero : .milliseconds(Int64((missing / rate * 1000).rounded(.up)))
+    }
+
     /// Gives back `amount` tokens taken for `key` and not used (never above `burst`).
     public func refund(_ key: String, _ amount: Double, now: ContinuousClock.Instant = .now) {
         guard isEnabled, amount > 0 else { return }

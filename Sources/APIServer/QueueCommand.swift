@@ -3,6 +3,7 @@ import APNs
 import ArgumentParser
 import Foundation
 import Logging
+import PostgresNIO
 import Settings
 import Storage
 import Support
@@ -17,6 +18,18 @@ struct QueueCommand: AsyncParsableCommand {
 
     /// Runs `body` with one database connection, reporting errors as one line.
     static func withAdmin(_ options: ProcessOptions, program: String, _ body: (QueueAdmin) async throws -> Void) async throws {
+        try await withConnection(options, program: program) { connection, logger in
+            try await body(QueueAdmin(connection: connection, logger: logger))
+        }
+    }
+
+    /// One database connection for an operator's command: errors (the configuration's, the database's) become one
+    /// line naming `program` and a non-zero exit.
+    static func withConnection(
+        _ options: ProcessOptions,
+        program: String,
+        _ body: (PostgresConnection, Logger) async throws -> Void
+    ) async throws {
         try await ProcessFailure.report(program: program) {
             let configuration = try options.configuration()
             var logger = Logger(label: "pushchat-api")
@@ -24,8 +37,8 @@ struct QueueCommand: AsyncParsableCommand {
             try await Database.withConnection(url: configuration.databaseURL, applicationName: "pushchat-admin", logger: logger) {
                 connection in
                 do {
-                    try await body(QueueAdmin(connection: connection, logger: logger))
-                } catch let error as DatabaseError {
+                    try await body(connection, logger)
+                } catch let error as any PushChatError {
                     throw error
                 } catch {
                     throw DatabaseError(context: program, underlying: error)
@@ -91,6 +104,8 @@ struct QueueCommand: AsyncParsableCommand {
             let retention = try options.configuration().retention
             try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
                 print("\(try await admin.prune(olderThan: age)) rows older than \(olderThan) deleted")
+                let (notifications, keys) = try await admin.pruneNotifications(olderThan: age)
+                print("\(notifications) provider notifications older than \(olderThan) and \(keys) idempotency keys past 24 h deleted")
                 let pruned = try await admin.pruneRetention(retention)
                 print(
                     "retention: \(pruned.messages) messages older than \(retention.messages.days), "

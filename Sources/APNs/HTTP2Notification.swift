@@ -21,6 +21,23 @@ public struct HTTP2Notification: Sendable, Equatable {
         lhs.path == rhs.path && lhs.apnsID == rhs.apnsID && lhs.headers.map { "\($0.0)=\($0.1)" } == rhs.headers.map { "\($0.0)=\($0.1)" }
     }
 
+    /// The topic Apple expects for `pushType` when the row names none: the app's bundle id, with the suffix
+    /// Apple's documentation gives for VoIP, complication, file provider, location, push-to-talk and Live Activity
+    /// pushes.
+    public static func topic(for pushType: String, bundleID: String) -> String {
+        let suffix =
+            switch pushType {
+            case "voip": ".voip"
+            case "complication": ".complication"
+            case "fileprovider": ".pushkit.fileprovider"
+            case "location": ".location-query"
+            case "pushtotalk": ".voip-ptt"
+            case "liveactivity": ".push-type.liveactivity"
+            default: ""
+            }
+        return suffix.isEmpty || bundleID.hasSuffix(suffix) ? bundleID : bundleID + suffix
+    }
+
     /// The request for `notification`; row values win over the daemon's defaults. Throws when the row can never be
     /// sent on this path.
     public init(
@@ -45,8 +62,12 @@ public struct HTTP2Notification: Sendable, Equatable {
         let expiration = notification.expiry(defaultExpiry: defaultExpiry, now: now)
         apnsID = Self.apnsID(messageID: notification.messageID)
         path = "/3/device/" + token.lowercased()
+        let rowTopic = notification.topic ?? Self.topic(for: pushType, bundleID: topic)
+        guard !rowTopic.isEmpty, rowTopic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw UnsendableReason(description: "topic is not printable ASCII without spaces")
+        }
         var headers: [(String, String)] = [
-            ("apns-topic", topic),
+            ("apns-topic", rowTopic),
             ("apns-push-type", pushType),
             ("apns-priority", "\(priority)"),
             ("apns-expiration", "\(expiration)"),

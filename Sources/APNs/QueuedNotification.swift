@@ -14,6 +14,8 @@ public struct QueuedNotification: Sendable, Equatable {
     /// HTTP/2 only: the row's `apns-collapse-id` and `apns-push-type` (default `alert`).
     public let collapseID: String?
     public let pushType: String?
+    /// HTTP/2 only: the row's `apns-topic` (default: the daemon's `apns_topic`, suffixed as the push type needs).
+    public let topic: String?
     /// When it was queued: rows without their own expiration expire `apns_expiry` seconds after this, the same
     /// instant on every attempt.
     public let queuedAt: Date?
@@ -28,8 +30,10 @@ public struct QueuedNotification: Sendable, Equatable {
         expiration: Date? = nil,
         collapseID: String? = nil,
         pushType: String? = nil,
+        topic: String? = nil,
         queuedAt: Date? = nil
     ) {
+        self.topic = topic
         self.messageID = messageID
         self.deviceToken = deviceToken
         self.payload = payload

@@ -15,6 +15,9 @@ public struct APILimits: Sendable {
     public var maxRoomSize = 10_000
     /// Largest request body in bytes (`api_max_body`); larger bodies get 413. Default 64 KiB.
     public var maxBodyBytes = 64 * 1024
+    /// Largest provider API (`/v1`) request body in bytes (`api_max_json_body`); larger bodies get 413. Default 1 MiB:
+    /// a notification to 10,000 tokens fits.
+    public var maxJSONBodyBytes = 1 << 20
     /// Notifications (recipients, not requests) one client address may queue per minute (`api_fanout_per_ip`; 0: no
     /// limit). Default 20,000: at most that many in any minute, half of it at once.
     public var fanOutPerIP: Double = 20_000
@@ -82,6 +85,12 @@ public struct APILimits: Sendable {
                 throw Configuration.invalid(.apiMaxBody, source, "expected a number of bytes from 256 to 16777216, got '\(text)'")
             }
             maxBodyBytes = bytes
+        }
+        if let text = source.value(.apiMaxJSONBody) {
+            guard let bytes = Int(text), (4096...(64 << 20)).contains(bytes) else {
+                throw Configuration.invalid(.apiMaxJSONBody, source, "expected a number of bytes from 4096 to 67108864, got '\(text)'")
+            }
+            maxJSONBodyBytes = bytes
         }
     }
 

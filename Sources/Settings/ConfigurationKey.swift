@@ -19,6 +19,7 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case apiBurstPerUDID = "api_burst_per_udid"
     case apiMaxRoomSize = "api_max_room_size"
     case apiMaxBody = "api_max_body"
+    case apiMaxJSONBody = "api_max_json_body"
     case apiTestPages = "api_test_pages"
     case apiTLSCertificate = "api_tls_certificate"
     case apiTLSKey = "api_tls_key"

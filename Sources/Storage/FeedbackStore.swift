@@ -54,13 +54,16 @@ public struct FeedbackStore: Sendable {
         }
     }
 
-    /// What handling the pending reports would delete, and how many users have a token (for `feedback_max_prune`).
+    /// What handling the pending reports would delete, and how many users have a token (for `feedback_max_prune`):
+    /// chat users and registered devices together.
     public func pendingDeletions() async throws -> (wouldDelete: Int, usersWithToken: Int) {
         let rows = try await client.query(
             """
             SELECT (SELECT count(*) FROM active_users u JOIN invalid_tokens p
-                    ON p.processed_at IS NULL AND u.device_token = p.device_token AND u.token_updated_at < p.reported_at),
-                   (SELECT count(*) FROM active_users WHERE device_token <> '0')
+                    ON p.processed_at IS NULL AND u.device_token = p.device_token AND u.token_updated_at < p.reported_at)
+                   + (SELECT count(*) FROM devices d JOIN invalid_tokens p
+                    ON p.processed_at IS NULL AND d.device_token = p.device_token AND d.updated_at < p.reported_at),
+                   (SELECT count(*) FROM active_users WHERE device_token <> '0') + (SELECT count(*) FROM devices)
             """,
             logger: logger
         )
@@ -68,8 +71,8 @@ public struct FeedbackStore: Sendable {
         return (0, 0)
     }
 
-    /// Handles the pending reports (feedback tuples and the push daemon's invalid tokens) by Apple's rule: a user is
-    /// deleted only if the token was last registered before the report. Marks them processed; one statement per batch.
+    /// Handles the pending reports (feedback tuples and the push daemon's invalid tokens) by Apple's rule: a chat user
+    /// or a registered device is deleted only if the token was last registered before the report. Marks them processed; one statement per batch.
     public func applyInvalidTokens() async throws -> (feedback: Counts, daemon: Counts) {
         var feedback = Counts()
         var daemon = Counts()
@@ -84,6 +87,10 @@ public struct FeedbackStore: Sendable {
                     DELETE FROM active_users u USING pending p
                     WHERE u.device_token = p.device_token AND u.token_updated_at < p.reported_at
                     RETURNING p.feedback
+                ), deleted_devices AS (
+                    DELETE FROM devices d USING pending p
+                    WHERE d.device_token = p.device_token AND d.updated_at < p.reported_at
+                    RETURNING p.feedback
                 ), marked AS (
                     UPDATE invalid_tokens i SET processed_at = now() FROM pending p
                     WHERE i.device_token = p.device_token
@@ -91,9 +98,13 @@ public struct FeedbackStore: Sendable {
                 ), kept AS (
                     SELECT p.feedback FROM active_users u JOIN pending p
                     ON u.device_token = p.device_token AND u.token_updated_at >= p.reported_at
+                    UNION ALL
+                    SELECT p.feedback FROM devices d JOIN pending p ON d.device_token = p.device_token AND d.updated_at >= p.reported_at
+                ), gone AS (
+                    SELECT feedback FROM deleted UNION ALL SELECT feedback FROM deleted_devices
                 )
                 SELECT (SELECT count(*) FROM marked WHERE feedback), (SELECT count(*) FROM marked WHERE NOT feedback),
-                       (SELECT count(*) FROM deleted WHERE feedback), (SELECT count(*) FROM deleted WHERE NOT feedback),
+                       (SELECT count(*) FROM gone WHERE feedback), (SELECT count(*) FROM gone WHERE NOT feedback),
                        (SELECT count(*) FROM kept WHERE feedback), (SELECT count(*) FROM kept WHERE NOT feedback)
                 """,
                 logger: logger

@@ -79,14 +79,14 @@ public struct PushQueue: Sendable {
                 FOR UPDATE SKIP LOCKED
             ) c
             WHERE q.message_id = c.message_id
-            RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.time_queued
+            RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.topic, q.time_queued
             """,
             logger: logger
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)
-        let columns = (Int64, String, String, Int16?, Date?, String?, String?, Date).self
-        for try await (id, token, payload, priority, expiration, collapseID, pushType, queuedAt) in rows.decode(columns) {
+        let columns = (Int64, String, String, Int16?, Date?, String?, String?, String?, Date).self
+        for try await (id, token, payload, priority, expiration, collapseID, pushType, topic, queuedAt) in rows.decode(columns) {
             claimed.append(
                 QueuedNotification(
                     messageID: id,
@@ -96,6 +96,7 @@ public struct PushQueue: Sendable {
                     expiration: expiration,
                     collapseID: collapseID,
                     pushType: pushType,
+                    topic: topic,
                     queuedAt: queuedAt
                 )
             )

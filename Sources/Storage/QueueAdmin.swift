@@ -119,6 +119,27 @@ public struct QueueAdmin: Sendable {
         }
     }
 
+    /// Deletes provider notifications older than `age` whose queue rows are all gone (pruned), and idempotency keys
+    /// past their 24 hours; the counts.
+    public func pruneNotifications(olderThan age: Duration) async throws -> (notifications: Int, idempotencyKeys: Int) {
+        let notifications = try await deleteInBatches(
+            age,
+            """
+            SELECT id FROM notifications n WHERE created_at < now() - make_interval(secs => $1)
+            AND NOT EXISTS (SELECT 1 FROM push_queue q WHERE q.notification_id = n.id) LIMIT $2
+            """,
+            table: "notifications",
+            key: "id"
+        )
+        let keys = try await deleteInBatches(
+            .seconds(86_400),
+            "SELECT key_name, idempotency_key FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1) LIMIT $2",
+            table: "idempotency_keys",
+            key: "(key_name, idempotency_key)"
+        )
+        return (notifications, keys)
+    }
+
     /// What retention deleted, by table.
     public struct Retention: Sendable, Equatable {
         public var messages = 0
@@ -151,6 +172,13 @@ public struct QueueAdmin: Sendable {
         return result
     }
 
+    /// `alias.column`, or `(alias.a, alias.b)` for a key written `(a, b)`.
+    private func qualified(_ alias: String, _ key: String) -> String {
+        guard key.hasPrefix("(") else { return "\(alias).\(key)" }
+        let columns = key.dropFirst().dropLast().split(separator: ",").map { "\(alias).\($0.trimmingWhitespace())" }
+        return "(" + columns.joined(separator: ", ") + ")"
+    }
+
     /// Runs `DELETE FROM table WHERE key IN (select)` until a batch is short; `select` takes the age in seconds ($1)
     /// and the batch size ($2). The statements are this file's own, never built from input.
     private func deleteInBatches(_ age: Duration, _ select: String, table: String, key: String) async throws -> Int {
@@ -161,7 +189,7 @@ public struct QueueAdmin: Sendable {
             bindings.append(age.seconds)
             bindings.append(Int64(Self.pruneBatch))
             let sql =
-                "WITH doomed AS (\(select)), deleted AS (DELETE FROM \(table) t USING doomed d WHERE t.\(key) = d.\(key) RETURNING 1) "
+                "WITH doomed AS (\(select)), deleted AS (DELETE FROM \(table) t USING doomed d WHERE \(qualified("t", key)) = \(qualified("d", key)) RETURNING 1) "
                 + "SELECT count(*) FROM deleted"
             let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
             var deleted = 0

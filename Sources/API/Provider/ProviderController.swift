@@ -1,0 +1,370 @@
+import APNs
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import Settings
+import Storage
+import Support
+
+/// The provider API (`/v1`): other backend code registers devices and sends notifications with `Authorization:
+/// Bearer KEY`. Every answer is JSON; every refusal is ``ProviderError``'s `{"reason", "field"}`.
+struct ProviderController: Sendable {
+    static let idempotencyHeader = HTTPField.Name("Idempotency-Key")!
+    static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
+
+    let store: ProviderStore
+    /// The daemon's interface decides the payload limit (2,048 bytes binary, 4,096 HTTP/2).
+    let transport: APNsTransport
+    let limits: APILimits
+    let keyLimits = KeyLimits()
+    let databaseTimeout: Duration
+    let metrics: APIMetrics
+    let logger: Logger
+
+    func addRoutes(to router: Router<APIRequestContext>) {
+        router.post("/v1/devices") { request, context in
+            try await endpoint("devices.register", request, context) { key in try await register(request, key: key) }
+        }
+        router.get("/v1/devices") { request, context in
+            try await endpoint("devices.list", request, context) { _ in try await devices(request) }
+        }
+        router.delete("/v1/devices/:token") { request, context in
+            try await endpoint("devices.unregister", request, context) { _ in
+                try await unregister(context.parameters.get("token") ?? "")
+            }
+        }
+        router.post("/v1/notifications") { request, context in
+            try await endpoint("notifications.send", request, context) { key in try await send(request, key: key) }
+        }
+        router.get("/v1/notifications/:id") { request, context in
+            try await endpoint("notifications.status", request, context) { _ in try await status(context.parameters.get("id") ?? "") }
+        }
+    }
+
+    /// Authenticates, applies the key's request limit, runs `body`, and turns every refusal into its JSON answer;
+    /// counts the request by endpoint and status.
+    func endpoint(
+        _ name: String,
+        _ request: Request,
+        _ context: APIRequestContext,
+        _ body: (ProviderStore.Key) async throws -> Response
+    ) async throws -> Response {
+        let start = ContinuousClock.now
+        let response: Response
+        do {
+            let key = try await authenticate(request)
+            let (requests, _) = keyLimits.limiters(for: key)
+            if let wait = requests.take(key.name) {
+                throw ProviderError.tooManyRequests(wait, "this key's limit of \(key.requestsPerMinute) requests per minute is spent")
+            }
+            response = try await body(key)
+        } catch let error as ProviderError {
+            context.logger.debug("Refused provider request", metadata: ["api.error": "\(error)"])
+            response = error.response()
+        } catch {
+            response = databaseFailure(error, doing: name).response()
+        }
+        metrics.request(command: name, status: response.status.code, duration: start.duration(to: .now))
+        return response
+    }
+
+    /// The unrevoked key named by `Authorization: Bearer KEY`, else 401.
+    func authenticate(_ request: Request) async throws -> ProviderStore.Key {
+        guard let header = request.headers[.authorization] else {
+            throw ProviderError(.unauthorized, .unauthorized, "an API key is required: Authorization: Bearer KEY")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", parts[1].utf8.count <= 256 else {
+            throw ProviderError(.unauthorized, .unauthorized, "the Authorization header must be: Bearer KEY")
+        }
+        let hash = APIKey.hash(String(parts[1]).trimmingWhitespace())
+        let store = self.store
+        guard let key = try await withDeadline(databaseTimeout, { try await store.key(hash: hash) }) else {
+            throw ProviderError(.unauthorized, .unauthorized, "unknown or revoked API key")
+        }
+        return key
+    }
+
+    /// Runs a database call under the request deadline.
+    func database<T: Sendable>(_ body: @escaping @Sendable (ProviderStore) async throws -> T) async throws -> T {
+        let store = self.store
+        return try await withDeadline(databaseTimeout) { try await body(store) }
+    }
+
+    /// The body as bytes: JSON (or no content type), at most `api_max_json_body`.
+    func body(_ request: Request) async throws -> [UInt8] {
+        if let type = request.headers[.contentType] {
+            let media = type.split(separator: ";").first.map { String($0).trimmingWhitespace().lowercased() } ?? ""
+            guard media == "application/json" else {
+                throw ProviderError(.unsupportedMediaType, .unsupportedMediaType, "the body must be application/json, not \(media)")
+            }
+        }
+        let limit = limits.maxJSONBodyBytes
+        let tooLarge = ProviderError(.tooLarge, .contentTooLarge, "the body is larger than \(limit) bytes (api_max_json_body)")
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { throw tooLarge }
+        do {
+            return Array(buffer: try await request.body.collect(upTo: limit))
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw tooLarge
+        }
+    }
+
+    // MARK: devices
+
+    func register(_ request: Request, key: ProviderStore.Key) async throws -> Response {
+        let registration = try DeviceRegistration(body: try await body(request))
+        let (device, created) = try await database { store in
+            try await store.register(token: registration.token, user: registration.user, clientInfo: registration.clientInfo, keyName: key.name)
+        }
+        return Self.json(created ? .created : .ok, DeviceJSON(device))
+    }
+
+    func devices(_ request: Request) async throws -> Response {
+        guard let user = request.uri.queryParameters.get("user") else {
+            throw ProviderError.invalid("user", "give the user whose devices to list: GET /v1/devices?user=REF")
+        }
+        let checked = try ProviderJSON.user(.string(user), "user")
+        let devices = try await database { store in try await store.devices(user: checked) }
+        return Self.json(.ok, ["devices": devices.map(DeviceJSON.init)])
+    }
+
+    func unregister(_ token: String) async throws -> Response {
+        let token = try ProviderJSON.token(.string(token), "token")
+        guard try await database({ store in try await store.unregister(token: token) }) else {
+            throw ProviderError(.notFound, .notFound, "no device is registered with this token", field: "token")
+        }
+        return Response(status: .noContent)
+    }
+
+    // MARK: notifications
+
+    func send(_ request: Request, key: ProviderStore.Key) async throws -> Response {
+        let body = try await body(request)
+        let checked = try NotificationRequest(body: body, transport: transport)
+        let idempotencyKey = try request.headers[Self.idempotencyHeader].map { value throws(ProviderError) in
+            guard !value.isEmpty, value.utf8.count <= 255, value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+                throw .invalid("Idempotency-Key", "Idempotency-Key must be 1 to 255 printable ASCII characters")
+            }
+            return value
+        }
+        let requestHash = DeviceToken.hex(SHA256.hash(data: body))
+        if let idempotencyKey, let answer = try await replay(key: key, idempotencyKey: idempotencyKey, requestHash: requestHash) {
+            return answer
+        }
+        let notification = ProviderStore.Notification(
+            id: UUID(),
+            keyName: key.name,
+            target: checked.target,
+            payload: checked.payload.json,
+            pushType: checked.pushType,
+            priority: checked.priority,
+            expiration: checked.expiration,
+            collapseID: checked.collapseID,
+            topic: checked.topic,
+            badge: checked.payload.badge,
+            onlyIfBadgeChanged: checked.onlyIfBadgeChanged,
+            idempotencyKey: idempotencyKey,
+            requestHash: requestHash
+        )
+        let (_, budget) = keyLimits.limiters(for: key)
+        // The key's recipient budget: reserve what it holds, queue at most that many, give back what was not used.
+        let reserved = budget.takeAll(key.name)
+        let result: ProviderStore.QueueResult
+        do {
+            result = try await database { store in
+                try await store.queue(notification, maxRecipients: budget.isEnabled ? reserved : nil)
+            }
+        } catch {
+            if budget.isEnabled { budget.refund(key.name, Double(reserved)) }
+            throw error
+        }
+        switch result {
+        case .queued(let recipients):
+            if budget.isEnabled { budget.refund(key.name, Double(reserved - recipients)) }
+            metrics.queued(recipients)
+            logger.info(
+                "Notification queued",
+                metadata: ["api.key": "\(key.name)", "notification.id": "\(notification.id)", "notification.recipients": "\(recipients)"]
+            )
+            var response = Self.json(.accepted, Accepted(id: notification.id, recipients: recipients))
+            response.headers[.location] = "/v1/notifications/\(notification.id.uuidString.lowercased())"
+            return response
+        case .tooManyRecipients(let recipients):
+            budget.refund(key.name, Double(reserved))
+            guard recipients <= key.recipientsPerMinute else {
+                throw ProviderError(
+                    .tooLarge,
+                    .contentTooLarge,
+                    "\(recipients) recipients exceed this key's limit of \(key.recipientsPerMinute) per minute",
+                    field: "to"
+                )
+            }
+            throw ProviderError.tooManyRequests(
+                budget.wait(key.name, for: recipients),
+                "this key's limit of \(key.recipientsPerMinute) recipients per minute is spent"
+            )
+        case .duplicate:
+            if budget.isEnabled { budget.refund(key.name, Double(reserved)) }
+            if let idempotencyKey, let answer = try await replay(key: key, idempotencyKey: idempotencyKey, requestHash: requestHash) {
+                return answer
+            }
+            throw ProviderError(.conflict, .conflict, "the same Idempotency-Key is being used by another request", field: "Idempotency-Key")
+        }
+    }
+
+    /// The first answer to an idempotency key used within 24 hours, or 409 when it came with another body.
+    func replay(key: ProviderStore.Key, idempotencyKey: String, requestHash: String) async throws -> Response? {
+        guard let earlier = try await database({ store in try await store.earlier(keyName: key.name, idempotencyKey: idempotencyKey) }) else {
+            return nil
+        }
+        guard earlier.requestHash == requestHash else {
+            throw ProviderError(
+                .conflict,
+                .conflict,
+                "this Idempotency-Key was used in the last 24 hours with another request body",
+                field: "Idempotency-Key"
+            )
+        }
+        var response = Self.json(.accepted, Accepted(id: earlier.id, recipients: earlier.recipients))
+        response.headers[.location] = "/v1/notifications/\(earlier.id.uuidString.lowercased())"
+        response.headers[Self.replayedHeader] = "true"
+        return response
+    }
+
+    func status(_ id: String) async throws -> Response {
+        guard let uuid = UUID(uuidString: id),
+            let status = try await database({ store in try await store.status(id: uuid) })
+        else {
+            throw ProviderError(.notFound, .notFound, "no notification with this id", field: "id")
+        }
+        return Self.json(.ok, StatusJSON(status))
+    }
+
+    // MARK: answers
+
+    /// 503 (JSON) when the database did not answer in time, 500 when it failed.
+    func databaseFailure(_ error: any Error, doing what: String) -> ProviderError {
+        let timedOut = error is DeadlineExceeded
+        let detail = timedOut ? "the database did not answer within \(databaseTimeout)" : DatabaseError.describe(error)
+        logger.error("\(what) failed: \(detail)", metadata: ["api.command": "\(what)"])
+        return ProviderError(
+            .init("database"),
+            timedOut ? .serviceUnavailable : .internalServerError,
+            timedOut ? "the database did not answer in time; try again" : "database error"
+        )
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ value: some Encodable) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+
+    struct Accepted: Encodable {
+        let id: String
+        let recipients: Int
+
+        init(id: UUID, recipients: Int) {
+            self.id = id.uuidString.lowercased()
+            self.recipients = recipients
+        }
+    }
+
+    struct DeviceJSON: Encodable {
+        let token: String
+        let user: String?
+        let client_info: String?
+        let registered_at: Date
+        let updated_at: Date
+        let last_badge: Int?
+
+        init(_ device: ProviderStore.Device) {
+            token = device.token
+            user = device.user
+            client_info = device.clientInfo
+            registered_at = device.registeredAt
+            updated_at = device.updatedAt
+            last_badge = device.lastBadge
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            // Absent values are null, not missing: every device has the same keys.
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(token, forKey: .token)
+            try container.encode(user, forKey: .user)
+            try container.encode(client_info, forKey: .client_info)
+            try container.encode(registered_at, forKey: .registered_at)
+            try container.encode(updated_at, forKey: .updated_at)
+            try container.encode(last_badge, forKey: .last_badge)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case token, user, client_info, registered_at, updated_at, last_badge
+        }
+    }
+
+    struct StatusJSON: Encodable {
+        struct Failure: Encodable {
+            let token: String
+            let status: String?
+            let reason: String
+        }
+
+        let id: String
+        let recipients: Int
+        let sent: Int
+        let failed: Int
+        let pending: Int
+        let failures: [Failure]
+
+        init(_ status: ProviderStore.Status) {
+            id = status.id.uuidString.lowercased()
+            recipients = status.recipients
+            sent = status.sent
+            failed = status.failed
+            pending = status.pending
+            failures = status.failures.map { Failure(token: $0.token, status: $0.status, reason: $0.reason) }
+        }
+    }
+}
+
+/// Each key's request and recipient buckets (its own per-minute limits; 0: none), in this API process.
+final class KeyLimits: Sendable {
+    private struct Entry {
+        let requestsPerMinute: Int
+        let recipientsPerMinute: Int
+        let requests: RateLimiter
+        let recipients: RateLimiter
+    }
+
+    private let entries = NIOLockedValueBox([String: Entry]())
+
+    /// A minute's worth at once, refilled at the per-minute rate.
+    func limiters(for key: ProviderStore.Key) -> (requests: RateLimiter, recipients: RateLimiter) {
+        entries.withLockedValue { entries in
+            if let entry = entries[key.name], entry.requestsPerMinute == key.requestsPerMinute,
+                entry.recipientsPerMinute == key.recipientsPerMinute
+            {
+                return (entry.requests, entry.recipients)
+            }
+            let entry = Entry(
+                requestsPerMinute: key.requestsPerMinute,
+                recipientsPerMinute: key.recipientsPerMinute,
+                requests: RateLimiter(rate: Double(key.requestsPerMinute) / 60, burst: Double(key.requestsPerMinute), maximumKeys: 1),
+                recipients: RateLimiter(rate: Double(key.recipientsPerMinute) / 60, burst: Double(key.recipientsPerMinute), maximumKeys: 1)
+            )
+            entries[key.name] = entry
+            return (entry.requests, entry.recipients)
+        }
+    }
+}

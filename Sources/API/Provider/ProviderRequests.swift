@@ -1,0 +1,225 @@
+import APNs
+import Foundation
+import Settings
+import Storage
+import Support
+
+/// `POST /v1/notifications`, checked: who gets it, the payload and the HTTP/2 options.
+public struct NotificationRequest: Sendable, Equatable {
+    /// Who gets it: tokens, registered users' devices, chat users (by udid or room), or everyone.
+    public typealias Target = ProviderStore.Target
+
+    /// Most entries one `to` list may hold.
+    public static let maximumListCount = 10_000
+
+    public let target: Target
+    public let payload: NotificationPayload
+    public let pushType: String
+    /// 10, 5 or 1; nil: the daemon's default (5 for a background push).
+    public let priority: Int?
+    /// Unix seconds; 0: deliver once (do not store); nil: the daemon's `apns_expiry`.
+    public let expiration: Int64?
+    public let collapseID: String?
+    public let topic: String?
+    public let onlyIfBadgeChanged: Bool
+
+    static let keys: Set<String> = [
+        "to", "aps", "data", "push_type", "priority", "expiration", "collapse_id", "topic", "only_if_badge_changed",
+    ]
+
+    /// Checks a request body; `transport` decides the payload limit (the daemon's interface), `now` what an
+    /// expiration in the past is.
+    public init(body: [UInt8], transport: APNsTransport, now: Date = Date()) throws(ProviderError) {
+        let json = try ProviderJSON.object(body)
+        guard let members = json.members else { throw .invalid(nil, "the body must be a JSON object") }
+        for member in members where !Self.keys.contains(member.key) {
+            throw .invalid(member.key, "unknown field \(JSONText.quoted(member.key))")
+        }
+        guard let to = json["to"] else { throw .invalid("to", "to is required: tokens, users, udids, room or all") }
+        target = try Self.target(to)
+        guard let aps = json["aps"] else { throw .invalid("aps", "aps is required") }
+        do {
+            payload = try NotificationPayload(aps: aps, data: json["data"])
+        } catch {
+            throw .invalid(error.field, error.reason)
+        }
+        if let value = json["push_type"] {
+            guard let type = value.stringValue, NotificationPayload.pushTypes.contains(type) else {
+                throw .invalid("push_type", "push_type must be one of \(NotificationPayload.pushTypes.sorted().joined(separator: ", "))")
+            }
+            pushType = type
+        } else {
+            pushType = payload.isSilent ? "background" : "alert"
+        }
+        if let value = json["priority"] {
+            guard let number = value.integerValue, [10, 5, 1].contains(number) else {
+                throw .invalid("priority", "priority must be 10, 5 or 1")
+            }
+            guard !(number == 10 && pushType == "background") else {
+                throw .invalid("priority", "a background push must have priority 5 or 1 (Apple refuses 10)")
+            }
+            priority = Int(number)
+        } else {
+            priority = pushType == "background" ? 5 : nil
+        }
+        if let value = json["expiration"] {
+            guard let seconds = value.integerValue, seconds >= 0, seconds <= 253_402_300_799 else {
+                throw .invalid("expiration", "expiration must be Unix seconds (0: deliver once, do not store)")
+            }
+            guard seconds == 0 || Double(seconds) >= now.timeIntervalSince1970 else {
+                throw .invalid("expiration", "expiration is in the past")
+            }
+            expiration = seconds
+        } else {
+            expiration = nil
+        }
+        collapseID = try Self.text(json["collapse_id"], "collapse_id", maximumBytes: 64)
+        topic = try Self.text(json["topic"], "topic", maximumBytes: 255, headerSafe: true)
+        if let value = json["only_if_badge_changed"] {
+            guard let flag = value.boolValue else { throw .invalid("only_if_badge_changed", "only_if_badge_changed must be true or false") }
+            guard !flag || payload.badge != nil else {
+                throw .invalid("only_if_badge_changed", "only_if_badge_changed needs aps.badge")
+            }
+            onlyIfBadgeChanged = flag
+        } else {
+            onlyIfBadgeChanged = false
+        }
+        let limit = NotificationPayload.maximumBytes(transport: transport, pushType: pushType)
+        let size = payload.json.utf8.count
+        guard size <= limit else {
+            throw ProviderError(
+                .tooLarge,
+                .contentTooLarge,
+                "the payload is \(size) bytes; the \(transport == .binary ? "binary interface" : "HTTP/2 API") allows \(limit) for \(pushType)",
+                field: "aps"
+            )
+        }
+    }
+
+    static func target(_ to: JSON) throws(ProviderError) -> Target {
+        guard let members = to.members else { throw .invalid("to", "to must be an object: tokens, users, udids, room or all") }
+        guard members.count == 1, let member = members.first else {
+            throw .invalid("to", "to must name exactly one of tokens, users, udids, room or all")
+        }
+        let field = "to.\(member.key)"
+        switch member.key {
+        case "tokens":
+            return .tokens(try list(member.value, field) { value, field throws(ProviderError) in try ProviderJSON.token(value, field) })
+        case "users":
+            return .users(try list(member.value, field) { value, field throws(ProviderError) in try ProviderJSON.user(value, field) })
+        case "udids":
+            return .udids(try list(member.value, field) { value, field throws(ProviderError) in try udid(value, field) })
+        case "room":
+            guard let room = member.value.stringValue, !room.isEmpty, room.utf8.count <= 255 else {
+                throw .invalid(field, "room must be a room's secret code (1 to 255 bytes)")
+            }
+            return .room(room)
+        case "all":
+            guard member.value.boolValue == true else { throw .invalid(field, "all must be true") }
+            return .all
+        default:
+            throw .invalid(field, "to must name one of tokens, users, udids, room or all, not \(JSONText.quoted(member.key))")
+        }
+    }
+
+    /// A non-empty array of at most ``maximumListCount`` entries, each checked, duplicates dropped (first kept).
+    static func list(
+        _ value: JSON,
+        _ field: String,
+        _ check: (JSON, String) throws(ProviderError) -> String
+    ) throws(ProviderError) -> [String] {
+        guard let elements = value.elements, !elements.isEmpty else { throw .invalid(field, "\(field) must be a non-empty array") }
+        guard elements.count <= maximumListCount else {
+            throw ProviderError(.tooLarge, .contentTooLarge, "\(field) holds more than \(maximumListCount) entries", field: field)
+        }
+        var seen = Set<String>()
+        var result: [String] = []
+        for (index, element) in elements.enumerated() {
+            let entry = try check(element, "\(field)[\(index)]")
+            if seen.insert(entry).inserted { result.append(entry) }
+        }
+        return result
+    }
+
+    /// A device id as the chat app sends it (40 or 32 hex digits, or a UUID with dashes), lower-case without dashes.
+    static func udid(_ value: JSON, _ field: String) throws(ProviderError) -> String {
+        guard let text = value.stringValue else { throw .invalid(field, "a udid must be a string") }
+        var hex = text
+        if hex.utf8.count == 36 { hex.removeAll { $0 == "-" } }
+        guard hex.utf8.count == 40 || hex.utf8.count == 32, hex.utf8.allSatisfy({ Hex.value($0) != nil }) else {
+            throw .invalid(field, "a udid is 40 or 32 hex digits (or a UUID)")
+        }
+        return hex.lowercased()
+    }
+
+    static func text(_ value: JSON?, _ field: String, maximumBytes: Int, headerSafe: Bool = false) throws(ProviderError) -> String? {
+        guard let value else { return nil }
+        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= maximumBytes else {
+            throw .invalid(field, "\(field) must be a string of 1 to \(maximumBytes) bytes")
+        }
+        if headerSafe {
+            guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw .invalid(field, "\(field) must be printable ASCII without spaces (a bundle id)")
+            }
+        } else {
+            guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw .invalid(field, "\(field) must not hold control characters")
+            }
+        }
+        return text
+    }
+}
+
+/// `POST /v1/devices`: a token, optionally tied to a user, with the app's client-info string.
+public struct DeviceRegistration: Sendable, Equatable {
+    public let token: String
+    public let user: String?
+    public let clientInfo: String?
+
+    public init(body: [UInt8]) throws(ProviderError) {
+        let json = try ProviderJSON.object(body)
+        guard let members = json.members else { throw .invalid(nil, "the body must be a JSON object") }
+        for member in members where !["token", "user", "client_info"].contains(member.key) {
+            throw .invalid(member.key, "unknown field \(JSONText.quoted(member.key))")
+        }
+        guard let token = json["token"] else { throw .invalid("token", "token is required") }
+        self.token = try ProviderJSON.token(token, "token")
+        self.user = try json["user"].flatMap { value throws(ProviderError) in
+            value == .null ? nil : try ProviderJSON.user(value, "user")
+        }
+        self.clientInfo = try json["client_info"].flatMap { value throws(ProviderError) in
+            guard value != .null else { return nil }
+            guard let text = value.stringValue, text.utf8.count <= 1024 else {
+                throw .invalid("client_info", "client_info must be a string of at most 1,024 bytes")
+            }
+            return text
+        }
+    }
+}
+
+/// The checks both requests share.
+enum ProviderJSON {
+    static func object(_ body: [UInt8]) throws(ProviderError) -> JSON {
+        do {
+            return try JSON.parse(body)
+        } catch {
+            throw .invalid(nil, error.description)
+        }
+    }
+
+    /// 64 hex digits, returned lower-case.
+    static func token(_ value: JSON, _ field: String) throws(ProviderError) -> String {
+        guard let text = value.stringValue, text.utf8.count == 64, text.utf8.allSatisfy({ Hex.value($0) != nil }) else {
+            throw .invalid(field, "a device token is 64 hex digits")
+        }
+        return text.lowercased()
+    }
+
+    /// The application's user reference: 1 to 255 bytes, no control characters.
+    static func user(_ value: JSON, _ field: String) throws(ProviderError) -> String {
+        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 255,
+            !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else { throw .invalid(field, "a user is a string of 1 to 255 bytes without control characters") }
+        return text
+    }
+}

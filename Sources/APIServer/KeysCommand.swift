@@ -1,0 +1,98 @@
+import API
+import ArgumentParser
+import Foundation
+import Settings
+import Storage
+import Support
+
+/// `pushchat-api keys create|list|revoke`: the provider API's keys.
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "Create, list and revoke the provider API's keys (Authorization: Bearer KEY).",
+        subcommands: [Create.self, List.self, Revoke.self]
+    )
+
+    /// A refused keys command: one line, exit 1.
+    struct Refusal: PushChatError {
+        typealias Code = ErrorCode<Refusal>
+        var code: Code { .init("refused") }
+        let reason: String
+        var description: String { reason }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a key and print it, alone on the last line (shown once: only its hash is stored)."
+        )
+        @Argument(help: "Who the key is for: 1 to 64 letters, digits, '.', '-', '_'.")
+        var name: String
+        @OptionGroup var options: ProcessOptions
+        @Option(name: .customLong("requests-per-minute"), help: "Requests the key may make per minute (0: no limit).")
+        var requestsPerMinute = 0
+        @Option(name: .customLong("recipients-per-minute"), help: "Notifications (recipients) the key may queue per minute (0: no limit).")
+        var recipientsPerMinute = 0
+
+        func validate() throws {
+            guard APIKey.isValidName(name) else {
+                throw ValidationError("a key name is 1 to 64 letters, digits, '.', '-' or '_', starting with a letter or digit")
+            }
+            guard (0...1_000_000_000).contains(requestsPerMinute), (0...1_000_000_000).contains(recipientsPerMinute) else {
+                throw ValidationError("limits are whole numbers from 0 (no limit) to 1000000000")
+            }
+        }
+
+        func run() async throws {
+            try await QueueCommand.withConnection(options, program: "pushchat-api keys create") { connection, logger in
+                let key = APIKey.generate()
+                let admin = KeyAdmin(connection: connection, logger: logger)
+                guard
+                    try await admin.create(
+                        name: name,
+                        hash: APIKey.hash(key),
+                        requestsPerMinute: requestsPerMinute,
+                        recipientsPerMinute: recipientsPerMinute
+                    )
+                else { throw Refusal(reason: "a key named \(name) exists (revoked keys keep their name); choose another name") }
+                let limits = [
+                    requestsPerMinute > 0 ? "\(requestsPerMinute) requests/min" : "unlimited requests",
+                    recipientsPerMinute > 0 ? "\(recipientsPerMinute) recipients/min" : "unlimited recipients",
+                ]
+                print("Created key \(name) (\(limits.joined(separator: ", "))). Store it now; it is not shown again:")
+                print(key)
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List keys: name, limits, created, revoked.")
+        @OptionGroup var options: ProcessOptions
+
+        func run() async throws {
+            try await QueueCommand.withConnection(options, program: "pushchat-api keys list") { connection, logger in
+                let keys = try await KeyAdmin(connection: connection, logger: logger).list()
+                print("name\trequests/min\trecipients/min\tcreated\trevoked")
+                for key in keys {
+                    let revoked = key.revokedAt.map { $0.formatted(.iso8601) } ?? "-"
+                    print("\(key.name)\t\(key.requestsPerMinute)\t\(key.recipientsPerMinute)\t\(key.createdAt.formatted(.iso8601))\t\(revoked)")
+                }
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a key: its requests get 401 from then on.")
+        @Argument(help: "The key's name.")
+        var name: String
+        @OptionGroup var options: ProcessOptions
+
+        func run() async throws {
+            try await QueueCommand.withConnection(options, program: "pushchat-api keys revoke") { connection, logger in
+                guard try await KeyAdmin(connection: connection, logger: logger).revoke(name: name) else {
+                    throw Refusal(reason: "no unrevoked key named \(name)")
+                }
+                print("Revoked key \(name)")
+            }
+        }
+    }
+}

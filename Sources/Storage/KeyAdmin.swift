@@ -1,0 +1,59 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Support
+
+/// `pushchat-api keys create|list|revoke`: the provider API's keys, on one connection.
+public struct KeyAdmin: Sendable {
+    public struct Listed: Sendable, Equatable {
+        public let name: String
+        public let requestsPerMinute: Int
+        public let recipientsPerMinute: Int
+        public let createdAt: Date
+        public let revokedAt: Date?
+    }
+
+    let connection: PostgresConnection
+    let logger: Logger
+
+    public init(connection: PostgresConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// Stores a new key by its hash; false when a key of that name exists (revoked or not).
+    public func create(name: String, hash: String, requestsPerMinute: Int, recipientsPerMinute: Int) async throws -> Bool {
+        let rows = try await connection.query(
+            """
+            INSERT INTO api_keys (name, key_hash, requests_per_minute, recipients_per_minute)
+            VALUES (\(name), \(hash), \(Int32(requestsPerMinute)), \(Int32(recipientsPerMinute)))
+            ON CONFLICT (name) DO NOTHING RETURNING 1
+            """,
+            logger: logger
+        )
+        return try await rows.collect().count > 0
+    }
+
+    public func list() async throws -> [Listed] {
+        let rows = try await connection.query(
+            "SELECT name, requests_per_minute, recipients_per_minute, created_at, revoked_at FROM api_keys ORDER BY name",
+            logger: logger
+        )
+        var keys: [Listed] = []
+        for try await (name, requests, recipients, created, revoked) in rows.decode((String, Int32, Int32, Date, Date?).self) {
+            keys.append(
+                Listed(name: name, requestsPerMinute: Int(requests), recipientsPerMinute: Int(recipients), createdAt: created, revokedAt: revoked)
+            )
+        }
+        return keys
+    }
+
+    /// Revokes the key; false when there is no unrevoked key of that name.
+    public func revoke(name: String) async throws -> Bool {
+        let rows = try await connection.query(
+            "UPDATE api_keys SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING 1",
+            logger: logger
+        )
+        return try await rows.collect().count > 0
+    }
+}

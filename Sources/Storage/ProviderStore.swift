@@ -1,0 +1,306 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Support
+
+/// The provider API's reads and writes: key lookup, the device registry, notifications into `push_queue`, and their
+/// status.
+public struct ProviderStore: Sendable {
+    /// An API key that may make requests, with its limits (0: none).
+    public struct Key: Sendable, Equatable {
+        public let name: String
+        public let requestsPerMinute: Int
+        public let recipientsPerMinute: Int
+    }
+
+    /// A registered device.
+    public struct Device: Sendable, Equatable {
+        public let token: String
+        public let user: String?
+        public let clientInfo: String?
+        public let registeredAt: Date
+        public let updatedAt: Date
+        public let lastBadge: Int?
+    }
+
+    /// Who a notification is for, as the statement selects them.
+    public enum Target: Sendable, Equatable {
+        case tokens([String])
+        case users([String])
+        case udids([String])
+        case room(String)
+        case all
+    }
+
+    /// A notification to queue, one row per recipient token.
+    public struct Notification: Sendable {
+        public var id: UUID
+        public var keyName: String
+        public var target: Target
+        public var payload: String
+        public var pushType: String
+        public var priority: Int?
+        /// Unix seconds; 0 means deliver once.
+        public var expiration: Int64?
+        public var collapseID: String?
+        public var topic: String?
+        /// The badge to note on registered devices, and whether devices already noted with it are skipped.
+        public var badge: Int?
+        public var onlyIfBadgeChanged: Bool
+        /// The `Idempotency-Key` header and a hash of the body.
+        public var idempotencyKey: String?
+        public var requestHash: String
+
+        public init(
+            id: UUID,
+            keyName: String,
+            target: Target,
+            payload: String,
+            pushType: String,
+            priority: Int?,
+            expiration: Int64?,
+            collapseID: String?,
+            topic: String?,
+            badge: Int?,
+            onlyIfBadgeChanged: Bool,
+            idempotencyKey: String?,
+            requestHash: String
+        ) {
+            self.id = id
+            self.keyName = keyName
+            self.target = target
+            self.payload = payload
+            self.pushType = pushType
+            self.priority = priority
+            self.expiration = expiration
+            self.collapseID = collapseID
+            self.topic = topic
+            self.badge = badge
+            self.onlyIfBadgeChanged = onlyIfBadgeChanged
+            self.idempotencyKey = idempotencyKey
+            self.requestHash = requestHash
+        }
+    }
+
+    /// What queueing did.
+    public enum QueueResult: Sendable, Equatable {
+        /// Queued for this many recipients.
+        case queued(recipients: Int)
+        /// More recipients than `maxRecipients`: nothing written.
+        case tooManyRecipients(Int)
+        /// The idempotency key was used within 24 hours (by a request racing this one): nothing written.
+        case duplicate
+    }
+
+    /// A notification sent earlier with the same idempotency key.
+    public struct Earlier: Sendable, Equatable {
+        public let id: UUID
+        public let recipients: Int
+        public let requestHash: String
+    }
+
+    /// Counts of a notification's rows and its first failures.
+    public struct Status: Sendable, Equatable {
+        public struct Failure: Sendable, Equatable {
+            public let token: String
+            public let status: String?
+            public let reason: String
+        }
+
+        public let id: UUID
+        public let recipients: Int
+        public let sent: Int
+        public let failed: Int
+        public let pending: Int
+        public let failures: [Failure]
+    }
+
+    /// Most failures a status lists.
+    public static let failureLimit = 100
+    /// How long an idempotency key answers with its first notification.
+    public static let idempotencyWindow = "24 hours"
+
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The unrevoked key whose SHA-256 (hex) is `hash`.
+    public func key(hash: String) async throws -> Key? {
+        let rows = try await client.query(
+            "SELECT name, requests_per_minute, recipients_per_minute FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL",
+            logger: logger
+        )
+        for try await (name, requests, recipients) in rows.decode((String, Int32, Int32).self) {
+            return Key(name: name, requestsPerMinute: Int(requests), recipientsPerMinute: Int(recipients))
+        }
+        return nil
+    }
+
+    /// Registers the token (again): the user and client info are replaced and `updated_at` stamped (so the feedback
+    /// job keeps it after an older report). Returns the device and whether it is new.
+    public func register(token: String, user: String?, clientInfo: String?, keyName: String) async throws -> (Device, created: Bool) {
+        let rows = try await client.query(
+            """
+            INSERT INTO devices AS d (device_token, user_ref, client_info, registered_by) VALUES (\(token), \(user), \(clientInfo), \(keyName))
+            ON CONFLICT (device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
+                registered_by = EXCLUDED.registered_by, updated_at = now()
+            RETURNING \(unescaped: Self.deviceColumns), (xmax = 0)
+            """,
+            logger: logger
+        )
+        for try await row in rows {
+            let (token, user, info, registered, updated, badge, created) = try row.decode(
+                (String, String?, String?, Date, Date, Int32?, Bool).self
+            )
+            return (Device(token: token, user: user, clientInfo: info, registeredAt: registered, updatedAt: updated, lastBadge: badge.map(Int.init)), created)
+        }
+        throw DatabaseError(context: "registering a device", underlying: CancellationError())
+    }
+
+    /// Removes a registered device; whether it was registered.
+    public func unregister(token: String) async throws -> Bool {
+        let rows = try await client.query("DELETE FROM devices WHERE device_token = \(token) RETURNING 1", logger: logger)
+        return try await rows.collect().count > 0
+    }
+
+    /// A user's registered devices, oldest registration first.
+    public func devices(user: String) async throws -> [Device] {
+        let rows = try await client.query(
+            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE user_ref = \(user) ORDER BY registered_at, device_token LIMIT 1000",
+            logger: logger
+        )
+        var devices: [Device] = []
+        for try await (token, user, info, registered, updated, badge) in rows.decode((String, String?, String?, Date, Date, Int32?).self) {
+            devices.append(
+                Device(token: token, user: user, clientInfo: info, registeredAt: registered, updatedAt: updated, lastBadge: badge.map(Int.init))
+            )
+        }
+        return devices
+    }
+
+    static let deviceColumns = "device_token, user_ref, client_info, registered_at, updated_at, last_badge"
+
+    /// The notification an idempotency key of this API key answers with, if it was used within 24 hours.
+    public func earlier(keyName: String, idempotencyKey: String) async throws -> Earlier? {
+        let rows = try await client.query(
+            """
+            SELECT i.notification_id, n.recipients, i.request_hash FROM idempotency_keys i JOIN notifications n ON n.id = i.notification_id
+            WHERE i.key_name = \(keyName) AND i.idempotency_key = \(idempotencyKey)
+              AND i.created_at >= now() - \(Self.idempotencyWindow)::interval
+            """,
+            logger: logger
+        )
+        for try await (id, recipients, hash) in rows.decode((UUID, Int32, String).self) {
+            return Earlier(id: id, recipients: Int(recipients), requestHash: hash)
+        }
+        return nil
+    }
+
+    /// Queues the notification for its recipients (each token once) in one statement: the notification row, one
+    /// `push_queue` row per recipient, the badge note, the idempotency key. Nothing is written when the recipients are
+    /// more than `maxRecipients` (nil: no limit) or the idempotency key was taken meanwhile.
+    public func queue(_ notification: Notification, maxRecipients: Int?) async throws -> QueueResult {
+        let (kind, list, room): (String, [String], String?) =
+            switch notification.target {
+            case .tokens(let tokens): ("tokens", tokens, nil)
+            case .users(let users): ("users", users, nil)
+            case .udids(let udids): ("udids", udids, nil)
+            case .room(let code): ("room", [], code)
+            case .all: ("all", [], nil)
+            }
+        let expiration = notification.expiration.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        let priority = notification.priority.map { Int16($0) }
+        let badge = notification.badge.map { Int32($0) }
+        let rows = try await client.query(
+            """
+            WITH candidates AS (
+                SELECT t AS device_token FROM unnest(\(list)::text[]) AS t WHERE \(kind) = 'tokens'
+                UNION ALL SELECT device_token FROM devices WHERE \(kind) = 'users' AND user_ref = ANY(\(list)::text[])
+                UNION ALL SELECT device_token FROM active_users WHERE \(kind) = 'udids' AND udid = ANY(\(list)::text[]) AND device_token <> '0'
+                UNION ALL SELECT device_token FROM active_users WHERE \(kind) = 'room' AND secret_code = \(room) AND device_token <> '0'
+                UNION ALL SELECT device_token FROM devices WHERE \(kind) = 'all'
+                UNION ALL SELECT device_token FROM active_users WHERE \(kind) = 'all' AND device_token <> '0'
+            ), targets AS (
+                SELECT DISTINCT c.device_token FROM candidates c
+                WHERE NOT (\(notification.onlyIfBadgeChanged)
+                           AND EXISTS (SELECT 1 FROM devices d WHERE d.device_token = c.device_token AND d.last_badge = \(badge)))
+            ), counted AS (
+                SELECT count(*) AS n FROM targets
+            ), within AS (
+                SELECT \(Int64(maxRecipients ?? -1)) < 0 OR n <= \(Int64(maxRecipients ?? -1)) AS ok FROM counted
+            ), idem AS (
+                INSERT INTO idempotency_keys AS i (key_name, idempotency_key, notification_id, request_hash)
+                SELECT \(notification.keyName), \(notification.idempotencyKey), \(notification.id), \(notification.requestHash)
+                WHERE \(notification.idempotencyKey)::text IS NOT NULL AND (SELECT ok FROM within)
+                ON CONFLICT (key_name, idempotency_key) DO UPDATE SET
+                    notification_id = EXCLUDED.notification_id, request_hash = EXCLUDED.request_hash, created_at = now()
+                WHERE i.created_at < now() - \(Self.idempotencyWindow)::interval
+                RETURNING 1
+            ), go AS (
+                SELECT (SELECT ok FROM within) AND (\(notification.idempotencyKey)::text IS NULL OR EXISTS (SELECT 1 FROM idem)) AS ok
+            ), note AS (
+                INSERT INTO notifications (id, key_name, recipients, push_type)
+                SELECT \(notification.id), \(notification.keyName), (SELECT n FROM counted), \(notification.pushType)
+                WHERE (SELECT ok FROM go)
+                RETURNING 1
+            ), queued AS (
+                INSERT INTO push_queue (device_token, payload, priority, expiration, collapse_id, push_type, topic, notification_id)
+                SELECT device_token, \(notification.payload), \(priority), \(expiration), \(notification.collapseID),
+                       \(notification.pushType), \(notification.topic), \(notification.id)
+                FROM targets WHERE (SELECT ok FROM go)
+                RETURNING 1
+            ), badges AS (
+                UPDATE devices SET last_badge = \(badge)
+                WHERE \(badge)::int IS NOT NULL AND (SELECT ok FROM go) AND device_token IN (SELECT device_token FROM targets)
+                RETURNING 1
+            )
+            SELECT (SELECT ok FROM within), (SELECT ok FROM go), (SELECT n FROM counted), (SELECT count(*) FROM queued),
+                   (SELECT count(*) FROM note), (SELECT count(*) FROM badges)
+            """,
+            logger: logger
+        )
+        for try await (within, go, count, queued, _, _) in rows.decode((Bool, Bool, Int64, Int64, Int64, Int64).self) {
+            if !within { return .tooManyRecipients(Int(count)) }
+            if !go { return .duplicate }
+            return .queued(recipients: Int(queued))
+        }
+        return .duplicate
+    }
+
+    /// A notification's counts (sent, failed, pending) and its first ``failureLimit`` failures; nil if unknown.
+    public func status(id: UUID) async throws -> Status? {
+        let counts = try await client.query(
+            """
+            SELECT n.recipients,
+                   count(q.message_id) FILTER (WHERE q.time_sent IS NOT NULL),
+                   count(q.message_id) FILTER (WHERE q.time_failed IS NOT NULL),
+                   count(q.message_id) FILTER (WHERE q.time_sent IS NULL AND q.time_failed IS NULL)
+            FROM notifications n LEFT JOIN push_queue q ON q.notification_id = n.id
+            WHERE n.id = \(id)
+            GROUP BY n.recipients
+            """,
+            logger: logger
+        )
+        var found: (Int32, Int64, Int64, Int64)?
+        for try await row in counts.decode((Int32, Int64, Int64, Int64).self) { found = row }
+        guard let (recipients, sent, failed, pending) = found else { return nil }
+        var failures: [Status.Failure] = []
+        if failed > 0 {
+            let rows = try await client.query(
+                """
+                SELECT device_token, last_status, coalesce(last_error, 'failed') FROM push_queue
+                WHERE notification_id = \(id) AND time_failed IS NOT NULL ORDER BY message_id LIMIT \(Self.failureLimit)
+                """,
+                logger: logger
+            )
+            for try await (token, status, reason) in rows.decode((String, String?, String).self) {
+                failures.append(Status.Failure(token: token, status: status, reason: reason))
+            }
+        }
+        return Status(id: id, recipients: Int(recipients), sent: Int(sent), failed: Int(failed), pending: Int(pending), failures: failures)
+    }
+}
