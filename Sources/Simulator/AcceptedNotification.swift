@@ -15,6 +15,10 @@ public struct AcceptedNotification: Sendable, Equatable {
     public let expiry: UInt32
     /// Which connection of the simulator it came in on (1, 2, …).
     public let connection: Int
+    /// HTTP/2 only: `apns-push-type`, `apns-topic` and `apns-collapse-id` as sent.
+    public var pushType: String?
+    public var topic: String?
+    public var collapseID: String?
 
     public init(
         arrival: Date,
@@ -53,6 +57,9 @@ public struct AcceptedNotification: Sendable, Equatable {
     public var json: String {
         let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(arrival)
         return #"{"time":"\#(time)","format":"\#(format)","id":\#(identifier),"token":"\#(token)","payload":\#(JSONText.quoted(payload)),"#
-            + #""priority":\#(priority),"expiry":\#(expiry),"connection":\#(connection)}"#
+            + #""priority":\#(priority),"expiry":\#(expiry),"connection":\#(connection)"#
+            + [("push_type", pushType), ("topic", topic), ("collapse_id", collapseID)].compactMap { name, value in
+                value.map { ",\"\(name)\":\(JSONText.quoted($0))" }
+            }.joined() + "}"
     }
 }

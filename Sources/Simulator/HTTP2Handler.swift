@@ -139,7 +139,10 @@ final class HTTP2Handler: ChannelInboundHandler {
         }
         let topic = headers.first(name: "apns-topic")
         if clientCertificate != true, topic == nil { return .init(status: 400, reason: "MissingTopic") }
-        if let expected = options.topic, let topic, topic != expected { return .init(status: 400, reason: "BadTopic") }
+        // The app's bundle id, or it with a suffix of a push type (`.voip`, `.push-type.liveactivity`, …).
+        if let expected = options.topic, let topic, topic != expected, !topic.hasPrefix(expected + ".") {
+            return .init(status: 400, reason: "BadTopic")
+        }
         let pushType = headers.first(name: "apns-push-type") ?? "alert"
         guard HTTP2Notification.pushTypes.contains(pushType) else { return .init(status: 400, reason: "InvalidPushType") }
         var priority: UInt8 = 10
@@ -168,18 +171,20 @@ final class HTTP2Handler: ChannelInboundHandler {
         if state.isUnregistered(token) {
             return .init(status: 410, reason: "Unregistered", timestamp: Int64(Date().timeIntervalSince1970 * 1000) - 60_000)
         }
-        accepted.append(
-            AcceptedNotification(
-                arrival: Date(),
-                format: "http2",
-                identifier: 0,
-                token: token,
-                payload: String(buffer: request.body),
-                priority: priority,
-                expiry: expiry,
-                connection: connection
-            )
+        var notification = AcceptedNotification(
+            arrival: Date(),
+            format: "http2",
+            identifier: 0,
+            token: token,
+            payload: String(buffer: request.body),
+            priority: priority,
+            expiry: expiry,
+            connection: connection
         )
+        notification.pushType = pushType
+        notification.topic = topic
+        notification.collapseID = headers.first(name: "apns-collapse-id")
+        accepted.append(notification)
         return .init(status: 200, reason: nil, apnsID: apnsID)
     }
 

@@ -176,6 +176,12 @@ public struct DeviceRegistration: Sendable, Equatable {
     public let user: String?
     public let clientInfo: String?
 
+    public init(token: String, user: String?, clientInfo: String?) {
+        self.token = token
+        self.user = user
+        self.clientInfo = clientInfo
+    }
+
     public init(body: [UInt8]) throws(ProviderError) {
         let json = try ProviderJSON.object(body)
         guard let members = json.members else { throw .invalid(nil, "the body must be a JSON object") }
