@@ -17,51 +17,18 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 
 BIN, OUTPUT = sys.argv[1], sys.argv[2]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVER_URL = os.environ["PUSHCHAT_TEST_DATABASE_URL"]
-SERVICE_USER = os.environ.get("PUSHCHAT_TEST_SERVICE_USER") if os.geteuid() == 0 else None
-DEADLINE = time.monotonic() + 180  # the whole test stops by itself
+sys.path.insert(0, os.path.join(REPO, "scripts", "lib"))
+from harness import SERVER_URL, SERVICE_USER, Harness, answers, as_service_user, database_url, free_port, psql  # noqa: E402
 
-
-def fail(message):
-    print(f"browser-test: FAILED: {message}", file=sys.stderr)
-    raise SystemExit(1)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def as_service_user(command):
-    if not SERVICE_USER:
-        return command
-    return ["setpriv", f"--reuid={SERVICE_USER}", f"--regid={SERVICE_USER}", "--init-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"] + command
-
-
-def psql(url, sql):
-    return subprocess.run(["psql", url, "-tAc", sql], check=True, capture_output=True, text=True).stdout.strip()
-
-
-def wait_until(what, condition, timeout=20):
-    end = min(time.monotonic() + timeout, DEADLINE)
-    while time.monotonic() < end:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    fail(f"timed out waiting for {what}")
+harness = Harness("browser-test", 180)  # the whole test stops by itself
+fail, wait_until = harness.fail, harness.wait_until
 
 
 class Chromium:
@@ -107,7 +74,7 @@ class Chromium:
         os.write(self.command_write, json.dumps(message).encode() + b"\0")
         while True:
             while b"\0" not in self.buffer:
-                if time.monotonic() > DEADLINE:
+                if time.monotonic() > harness.deadline:
                     fail(f"Chromium did not answer {method}")
                 chunk = os.read(self.answer_read, 65536)
                 if not chunk:
@@ -169,8 +136,7 @@ def main():
     os.chmod(work, 0o755)
     processes = []
     database = f"pushchat_browser_{os.getpid()}"
-    parsed = urllib.parse.urlsplit(SERVER_URL)
-    url = urllib.parse.urlunsplit(parsed._replace(path="/" + database))
+    url = database_url(database)
     psql(SERVER_URL, f"CREATE DATABASE {database}")
     browser = None
     try:
@@ -209,13 +175,6 @@ def main():
                                     "--http2-port", "0", "--status-port", str(status)])
         start("pushchat-api", ["serve", "development"])
         start("pushchat-push", ["development"])
-
-        def answers(port, path):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
-                    return reply.status == 200
-            except OSError:
-                return False
 
         wait_until("the API", lambda: answers(api, "/healthz"))
         wait_until("the simulator's page", lambda: answers(status, "/status.json"))

@@ -182,6 +182,9 @@ step "migrate as the owner, the services' grants (the guide's §4) and the metri
 run_guide_block migrate "$repo" /dev/null
 grep -q "001" "$scratch/guide.log" || die "migrate --status listed nothing"
 run_guide_block metrics "$repo" /dev/null
+run_guide_block keys "$repo" /dev/null
+api_key=$(grep -E '^pck_[A-Za-z0-9_-]{43}$' "$scratch/guide.log" | tail -n 1)
+[ -n "$api_key" ] || die "keys create printed no key on its last line"
 owner=$(db "SELECT tableowner FROM pg_tables WHERE tablename = 'push_queue'")
 [ "$owner" = pushchat_owner ] || die "push_queue belongs to $owner, not pushchat_owner"
 service_url=$(grep '^PUSHCHAT_DATABASE_URL=' "$etc/pushchat.env" | cut -d= -f2-)
@@ -229,6 +232,27 @@ for _ in $(seq 1 50); do
 done
 [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND device_token = '$token_b'")" = 1 ] || die "B's row is not stamped sent"
 [ "$(db "SELECT count(*) FROM push_queue WHERE time_failed IS NOT NULL AND device_token = '$token_c'")" = 1 ] || die "C's row did not fail (410)"
+
+step "the provider API with the guide's key: a device, a notification to its user, its status"
+v1() { curl -sS -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' "$@"; }
+token_d=$(printf 'd4%.0s' {1..32})
+v1 -o /dev/null -w '%{http_code}' -d "{\"token\": \"$token_d\", \"user\": \"ops\"}" http://127.0.0.1:44447/v1/devices | grep -q 201 \
+    || die "POST /v1/devices"
+answer=$(v1 -d '{"to": {"users": ["ops"]}, "aps": {"alert": "Deployed", "badge": 1}, "data": {"server": {"name": "web1"}}}' \
+    http://127.0.0.1:44447/v1/notifications)
+notification=$(printf '%s' "$answer" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') || die "POST /v1/notifications: $answer"
+for _ in $(seq 1 100); do
+    grep -q "$token_d" "$scratch/record.jsonl" 2>/dev/null && break
+    sleep 0.1
+done
+grep "$token_d" "$scratch/record.jsonl" | grep -q 'web1' || die "the provider notification did not arrive at the simulator"
+for _ in $(seq 1 50); do
+    v1 "http://127.0.0.1:44447/v1/notifications/$notification" | grep -q '"sent":1' && break
+    sleep 0.1
+done
+v1 "http://127.0.0.1:44447/v1/notifications/$notification" | grep -q '"sent":1' || die "the notification's status does not say sent"
+[ "$(curl -sS -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer pck_wrong' "http://127.0.0.1:44447/v1/devices?user=ops")" = 401 ] \
+    || die "an unknown key was not refused"
 
 step "the feedback and prune jobs, as their timers run them"
 # The simulator dates its 410 a minute back; Cid registered seconds ago, so Apple's rule would keep him (he

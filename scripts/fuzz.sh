@@ -5,6 +5,7 @@
 #   multipart   multipart/form-data bodies (first line: the boundary)
 #   binary      binary notification frames (commands 0, 1, 2) and error responses
 #   feedback    feedback-service tuples
+#   provider    the provider API's JSON bodies (notifications, devices); parsed JSON must serialize and parse back equal
 #
 #   ./scripts/fuzz.sh [SECONDS]        each target for at most SECONDS (default 60) and 100,000 inputs
 #
@@ -17,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback}"
+read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider}"
 out="$PWD/.local/test-output/fuzz"
 mkdir -p "$out"
 

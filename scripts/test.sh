@@ -5,18 +5,20 @@
 #            unprivileged user without capabilities when this runs as root
 #   browser  headless Chromium drives the test forms and reads the simulator's lock-screen page
 #            (scripts/browser-test.py; installs Debian's chromium when missing; screenshot in .local/test-output/)
+#   spec     schemathesis (PyPI) sends requests generated from docs/openapi.yaml to a running pushchat-api: no 5xx,
+#            every answer as the spec says (scripts/api-spec-test.py; seed 1, 15 examples per operation, ≤ 120 s of requests)
 #   deploy   the deployment guide followed to the letter into a scratch folder (scripts/deploy-test.sh; root only)
 #   fuzz     libFuzzer with AddressSanitizer on every parser of untrusted bytes, 60 s each (scripts/fuzz.sh;
 #            PUSHCHAT_FUZZ_SECONDS changes it)
 #
 #   ./scripts/test.sh                    every stage
 #   ./scripts/test.sh ARGS...            only `swift test ARGS` (e.g. --filter FormFields)
-#   ./scripts/test.sh --stage NAME...    only these stages (swift, browser, deploy, fuzz)
+#   ./scripts/test.sh --stage NAME...    only these stages (swift, browser, spec, deploy, fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/postgres.sh
 
-stages=(swift browser deploy fuzz)
+stages=(swift browser spec deploy fuzz)
 if [ "${1:-}" = "--stage" ]; then
     shift
     stages=("$@")
@@ -94,6 +96,12 @@ if has_stage browser; then
     fi
     python3 scripts/browser-test.py "$bin" "$PWD/.local/test-output"
     finish "browser test"
+fi
+
+if has_stage spec; then
+    begin "API spec test (schemathesis against docs/openapi.yaml)"
+    python3 scripts/api-spec-test.py "$bin" "$PWD/.local/test-output"
+    finish "API spec test"
 fi
 
 if has_stage deploy; then

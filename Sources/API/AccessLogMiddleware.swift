@@ -1,3 +1,4 @@
+import APNs
 import Hummingbird
 import Logging
 import Observability
@@ -24,11 +25,18 @@ struct AccessLogMiddleware<Context: RequestContext & RemoteAddressRequestContext
         }
     }
 
+    /// The path as logged: a device token in it (`DELETE /v1/devices/TOKEN`) shortened, as everywhere at info level.
+    static func loggedPath(_ path: String) -> String {
+        let prefix = "/v1/devices/"
+        guard path.hasPrefix(prefix) else { return path }
+        return prefix + DeviceToken.redacted(String(path.dropFirst(prefix.count)))
+    }
+
     private func log(_ request: Request, _ context: Context, status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
         let elapsed = start.duration(to: .now)
         let milliseconds = elapsed.seconds * 1000
         context.logger.info(
-            "\(request.method) \(request.uri.path) \(status.code)",
+            "\(request.method) \(Self.loggedPath(request.uri.path)) \(status.code)",
             metadata: [
                 "http.duration_ms": "\(milliseconds)",
                 "client.address": "\(context.remoteAddress?.ipAddress ?? "-")",

@@ -74,7 +74,9 @@ struct KeysCommand: AsyncParsableCommand {
                 print("name\trequests/min\trecipients/min\tcreated\trevoked")
                 for key in keys {
                     let revoked = key.revokedAt.map { $0.formatted(.iso8601) } ?? "-"
-                    print("\(key.name)\t\(key.requestsPerMinute)\t\(key.recipientsPerMinute)\t\(key.createdAt.formatted(.iso8601))\t\(revoked)")
+                    print(
+                        "\(key.name)\t\(key.requestsPerMinute)\t\(key.recipientsPerMinute)\t\(key.createdAt.formatted(.iso8601))\t\(revoked)"
+                    )
                 }
             }
         }

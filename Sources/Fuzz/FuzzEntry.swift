@@ -2,15 +2,16 @@ import API
 import APNs
 import Foundation
 import NIOCore
+import Support
 
 /// libFuzzer entry points for every parser of untrusted bytes: the API's form bodies (urlencoded and multipart), the
 /// binary frame decoder (what the simulator reads from providers) and the gateway's error responses, and feedback
-/// tuples. `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
+/// tuples, and the provider API's JSON bodies. `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
 ///
 /// Built with libFuzzer by `scripts/fuzz.sh` (`--sanitize fuzzer --sanitize address`, `-D FUZZING`); built normally it
 /// is `pushchat-fuzz`, a replayer, which runs every file of a corpus through the same code (what CI and the tests run).
 enum FuzzTarget: String, CaseIterable {
-    case forms, multipart, binary, feedback
+    case forms, multipart, binary, feedback, provider
 
     static var selected: FuzzTarget {
         FuzzTarget(rawValue: ProcessInfo.processInfo.environment["PUSHCHAT_FUZZ"] ?? "") ?? .forms
@@ -40,6 +41,16 @@ enum FuzzTarget: String, CaseIterable {
         case .feedback:
             var tuples = buffer
             while (try? FeedbackTuple.read(from: &tuples)) != nil {}
+        case .provider:
+            // The provider API's bodies; and what the parser accepts serializes to JSON that parses to the same value.
+            let body = Array(bytes)
+            if let value = try? JSON.parse(body) {
+                let again = try? JSON.parse(value.serialized)
+                precondition(again == value, "JSON round trip changed the value")
+            }
+            _ = try? NotificationRequest(body: body, transport: .http2)
+            _ = try? NotificationRequest(body: body, transport: .binary)
+            _ = try? DeviceRegistration(body: body)
         }
     }
 }

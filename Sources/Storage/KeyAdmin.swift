@@ -42,7 +42,13 @@ public struct KeyAdmin: Sendable {
         var keys: [Listed] = []
         for try await (name, requests, recipients, created, revoked) in rows.decode((String, Int32, Int32, Date, Date?).self) {
             keys.append(
-                Listed(name: name, requestsPerMinute: Int(requests), recipientsPerMinute: Int(recipients), createdAt: created, revokedAt: revoked)
+                Listed(
+                    name: name,
+                    requestsPerMinute: Int(requests),
+                    recipientsPerMinute: Int(recipients),
+                    createdAt: created,
+                    revokedAt: revoked
+                )
             )
         }
         return keys

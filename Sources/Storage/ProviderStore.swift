@@ -156,7 +156,16 @@ public struct ProviderStore: Sendable {
             let (token, user, info, registered, updated, badge, created) = try row.decode(
                 (String, String?, String?, Date, Date, Int32?, Bool).self
             )
-            return (Device(token: token, user: user, clientInfo: info, registeredAt: registered, updatedAt: updated, lastBadge: badge.map(Int.init)), created)
+            return (
+                Device(
+                    token: token,
+                    user: user,
+                    clientInfo: info,
+                    registeredAt: registered,
+                    updatedAt: updated,
+                    lastBadge: badge.map(Int.init)
+                ), created
+            )
         }
         throw DatabaseError(context: "registering a device", underlying: CancellationError())
     }
@@ -176,7 +185,14 @@ public struct ProviderStore: Sendable {
         var devices: [Device] = []
         for try await (token, user, info, registered, updated, badge) in rows.decode((String, String?, String?, Date, Date, Int32?).self) {
             devices.append(
-                Device(token: token, user: user, clientInfo: info, registeredAt: registered, updatedAt: updated, lastBadge: badge.map(Int.init))
+                Device(
+                    token: token,
+                    user: user,
+                    clientInfo: info,
+                    registeredAt: registered,
+                    updatedAt: updated,
+                    lastBadge: badge.map(Int.init)
+                )
             )
         }
         return devices

@@ -98,12 +98,16 @@ import Testing
     }
 
     @Test func deviceRegistration() throws {
-        let device = try DeviceRegistration(body: Array(#"{"token": "\#(Self.token.uppercased())", "user": "u1", "client_info": "iOS 17"}"#.utf8))
+        let device = try DeviceRegistration(
+            body: Array(#"{"token": "\#(Self.token.uppercased())", "user": "u1", "client_info": "iOS 17"}"#.utf8)
+        )
         #expect(device == DeviceRegistration(token: Self.token, user: "u1", clientInfo: "iOS 17"))
         #expect(throws: ProviderError.self) { try DeviceRegistration(body: Array(#"{"token": "12"}"#.utf8)) }
         #expect(throws: ProviderError.self) { try DeviceRegistration(body: Array(#"{"user": "u1"}"#.utf8)) }
         let long = String(repeating: "u", count: 256)
-        #expect(throws: ProviderError.self) { try DeviceRegistration(body: Array(#"{"token": "\#(Self.token)", "user": "\#(long)"}"#.utf8)) }
+        #expect(throws: ProviderError.self) {
+            try DeviceRegistration(body: Array(#"{"token": "\#(Self.token)", "user": "\#(long)"}"#.utf8))
+        }
     }
 
     @Test func errorsAnswerJSONWithReasonAndField() {

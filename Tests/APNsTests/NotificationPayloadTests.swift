@@ -19,7 +19,10 @@ import Testing
     }
 
     @Test func contentAvailableAloneIsSilent() throws {
-        let payload = try NotificationPayload(aps: try JSON.parse(#"{"content-available": 1}"#), data: try JSON.parse(#"{"sync": "inbox"}"#))
+        let payload = try NotificationPayload(
+            aps: try JSON.parse(#"{"content-available": 1}"#),
+            data: try JSON.parse(#"{"sync": "inbox"}"#)
+        )
         #expect(payload.isSilent)
         #expect(payload.json == #"{"aps":{"content-available":1},"sync":"inbox"}"#)
         let shown = try NotificationPayload(aps: try JSON.parse(#"{"content-available": 1, "badge": 0}"#), data: nil)

@@ -28,7 +28,10 @@ import Testing
                 "SELECT string_agg(table_name::text, ',' ORDER BY table_name) FROM information_schema.tables WHERE table_schema = 'public'",
                 as: String.self
             )
-            #expect(tables == "active_users,api_keys,devices,idempotency_keys,invalid_tokens,messages,notifications,push_queue,schema_migrations")
+            #expect(
+                tables
+                    == "active_users,api_keys,devices,idempotency_keys,invalid_tokens,messages,notifications,push_queue,schema_migrations"
+            )
             let uncommented = try await TestDatabase.scalar(
                 url,
                 """

@@ -102,14 +102,29 @@ import Testing
         try await APIHarness.run { api in
             let key = try await Self.createKey(api.url)
             let upper = Self.token(0xab).uppercased()
-            let created = try await Self.call(api, .post, "/v1/devices", key: key, #"{"token": "\#(upper)", "user": "alice", "client_info": "iPhone15,2 iOS 17.1"}"#)
+            let created = try await Self.call(
+                api,
+                .post,
+                "/v1/devices",
+                key: key,
+                #"{"token": "\#(upper)", "user": "alice", "client_info": "iPhone15,2 iOS 17.1"}"#
+            )
             #expect(created.status == 201)
             #expect(created.json["token"] as? String == Self.token(0xab))
             #expect(created.json["client_info"] as? String == "iPhone15,2 iOS 17.1")
-            let again = try await Self.call(api, .post, "/v1/devices", key: key, #"{"token": "\#(Self.token(0xab))", "user": "alice", "client_info": "v2"}"#)
+            let again = try await Self.call(
+                api,
+                .post,
+                "/v1/devices",
+                key: key,
+                #"{"token": "\#(Self.token(0xab))", "user": "alice", "client_info": "v2"}"#
+            )
             #expect(again.status == 200, "registering again updates")
             #expect(again.json["client_info"] as? String == "v2")
-            #expect(try await Self.call(api, .post, "/v1/devices", key: key, #"{"token": "\#(Self.token(0xcd))", "user": "alice"}"#).status == 201)
+            #expect(
+                try await Self.call(api, .post, "/v1/devices", key: key, #"{"token": "\#(Self.token(0xcd))", "user": "alice"}"#).status
+                    == 201
+            )
             #expect(try await Self.call(api, .post, "/v1/devices", key: key, #"{"token": "\#(Self.token(0xef))"}"#).status == 201)
             let listed = try await Self.call(api, .get, "/v1/devices?user=alice", key: key)
             #expect(listed.status == 200)
@@ -250,18 +265,38 @@ import Testing
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<8 {
                     group.addTask {
-                        try await Self.call(api, .post, "/v1/notifications", key: key, body, headers: [HTTPField.Name("Idempotency-Key")!: "burst"]).status
+                        try await Self.call(
+                            api,
+                            .post,
+                            "/v1/notifications",
+                            key: key,
+                            body,
+                            headers: [HTTPField.Name("Idempotency-Key")!: "burst"]
+                        ).status
                     }
                 }
                 for try await status in group { #expect(status == 202) }
             }
             #expect(try await api.count("push_queue") == 4)
-            let changed = try await Self.call(api, .post, "/v1/notifications", key: key, body.replacingOccurrences(of: "once", with: "twice"), headers: headers)
+            let changed = try await Self.call(
+                api,
+                .post,
+                "/v1/notifications",
+                key: key,
+                body.replacingOccurrences(of: "once", with: "twice"),
+                headers: headers
+            )
             #expect(changed.status == 409)
             // Keys are per API key; and after 24 hours the key is new again.
-            #expect(try await Self.call(api, .post, "/v1/notifications", key: other, body, headers: headers).json["id"] as? String != first.json["id"] as? String)
+            #expect(
+                try await Self.call(api, .post, "/v1/notifications", key: other, body, headers: headers).json["id"] as? String
+                    != first.json["id"] as? String
+            )
             try await TestDatabase.withConnection(api.url) { connection in
-                try await connection.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE idempotency_key = 'order-42'", logger: TestDatabase.logger)
+                try await connection.query(
+                    "UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE idempotency_key = 'order-42'",
+                    logger: TestDatabase.logger
+                )
             }
             let later = try await Self.call(api, .post, "/v1/notifications", key: key, body, headers: headers)
             #expect(later.status == 202)
@@ -277,15 +312,33 @@ import Testing
                 _ = try await Self.call(api, .post, "/v1/devices", key: key, #"{"token": "\#(Self.token(token))", "user": "alice"}"#)
             }
             func badge(_ value: Int, _ to: String = #"{"users": ["alice"]}"#) async throws -> Int? {
-                try await Self.call(api, .post, "/v1/notifications", key: key, #"{"to": \#(to), "aps": {"badge": \#(value)}, "only_if_badge_changed": true}"#)
-                    .json["recipients"] as? Int
+                try await Self.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: key,
+                    #"{"to": \#(to), "aps": {"badge": \#(value)}, "only_if_badge_changed": true}"#
+                )
+                .json["recipients"] as? Int
             }
             #expect(try await badge(3) == 2)
             #expect(try await badge(3) == 0, "unchanged: nothing queued")
             // One device got another badge meanwhile: only it gets 3 again.
-            _ = try await Self.call(api, .post, "/v1/notifications", key: key, #"{"to": {"tokens": ["\#(Self.token(2))"]}, "aps": {"badge": 5}}"#)
+            _ = try await Self.call(
+                api,
+                .post,
+                "/v1/notifications",
+                key: key,
+                #"{"to": {"tokens": ["\#(Self.token(2))"]}, "aps": {"badge": 5}}"#
+            )
             #expect(try await badge(3) == 1)
-            #expect(try await TestDatabase.scalar(api.url, "SELECT string_agg(last_badge::text, ',' ORDER BY device_token) FROM devices", as: String.self) == "3,3")
+            #expect(
+                try await TestDatabase.scalar(
+                    api.url,
+                    "SELECT string_agg(last_badge::text, ',' ORDER BY device_token) FROM devices",
+                    as: String.self
+                ) == "3,3"
+            )
             // A token that is not registered has no note: it always gets it.
             #expect(try await badge(3, #"{"tokens": ["\#(Self.token(9))"]}"#) == 1)
         }
@@ -303,7 +356,13 @@ import Testing
             #expect(try await Self.call(api, .get, "/v1/devices?user=a", key: open).status == 200, "limits are per key")
             let tokens = (1...5).map { "\"\(Self.token($0))\"" }
             func send(_ count: Int, key: String) async throws -> (status: Int, json: [String: Any], headers: HTTPFields) {
-                try await Self.call(api, .post, "/v1/notifications", key: key, #"{"to": {"tokens": [\#(tokens.prefix(count).joined(separator: ","))]}, "aps": {"alert": "x"}}"#)
+                try await Self.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: key,
+                    #"{"to": {"tokens": [\#(tokens.prefix(count).joined(separator: ","))]}, "aps": {"alert": "x"}}"#
+                )
             }
             #expect(try await send(2, key: small).status == 202)
             let before = try await Self.snapshot(api)

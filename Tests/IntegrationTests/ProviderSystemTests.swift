@@ -106,13 +106,21 @@ import Testing
         #expect(quiet["priority"] as? Int == 5)
         if quiet["format"] as? String == "http2" { #expect(quiet["push_type"] as? String == "background") }
 
-        let room = try await call(port: api, "POST", "/v1/notifications", key: key, #"{"to": {"room": "room1"}, "aps": {"alert": "to the room"}}"#)
+        let room = try await call(
+            port: api,
+            "POST",
+            "/v1/notifications",
+            key: key,
+            #"{"to": {"room": "room1"}, "aps": {"alert": "to the room"}}"#
+        )
         #expect(room.json["recipients"] as? Int == 2)
         let all = try await call(port: api, "POST", "/v1/notifications", key: key, #"{"to": {"all": true}, "aps": {"alert": "everyone"}}"#)
         #expect(all.json["recipients"] as? Int == 6)
         let allID = try #require(all.json["id"] as? String)
         let everything = try await SystemTests.arrived(in: directory, count: 3 + 2 + 5)
-        let toEveryone = everything.filter { ($0["payload"] as? String)?.contains("everyone") == true }.compactMap { $0["token"] as? String }
+        let toEveryone = everything.filter { ($0["payload"] as? String)?.contains("everyone") == true }.compactMap {
+            $0["token"] as? String
+        }
         #expect(Set(toEveryone) == Set([1, 2, 3, 5, 6].map(Self.token)), "each token once; the unregistered one fails")
         #expect(toEveryone.count == 5)
 
@@ -160,7 +168,8 @@ import Testing
         let feedback = try Executable(name: "pushchat-feedback").run([mode], environment: environment)
         #expect(feedback.status == 0, "\(feedback.standardOutput) \(feedback.standardError)")
         #expect(
-            try await TestDatabase.scalar(url, "SELECT count(*) FROM devices WHERE device_token = \(Self.token(0xee))", as: Int64.self) == 0,
+            try await TestDatabase.scalar(url, "SELECT count(*) FROM devices WHERE device_token = \(Self.token(0xee))", as: Int64.self)
+                == 0,
             "\(feedback.standardOutput) \(feedback.standardError)"
         )
         #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM devices", as: Int64.self) == 2)
@@ -181,7 +190,14 @@ import Testing
             let environment = SystemTests.http2Environment(url: url, api: api, http2: http2, unused: unused)
             let processes = try await SystemTests.startOverHTTP2(in: directory, environment: environment, http2: http2, api: api)
             defer { processes.stop() }
-            try await Self.exercise(api: api, directory: directory, url: url, mode: "production", environment: environment, payloadLimit: 4097)
+            try await Self.exercise(
+                api: api,
+                directory: directory,
+                url: url,
+                mode: "production",
+                environment: environment,
+                payloadLimit: 4097
+            )
         }
     }
 
@@ -222,7 +238,14 @@ import Testing
                 api: api
             )
             defer { processes.stop() }
-            try await Self.exercise(api: api, directory: directory, url: url, mode: "development", environment: environment, payloadLimit: 2049)
+            try await Self.exercise(
+                api: api,
+                directory: directory,
+                url: url,
+                mode: "development",
+                environment: environment,
+                payloadLimit: 2049
+            )
         }
     }
 }

@@ -1,5 +1,5 @@
-import Crypto
 import APNs
+import Crypto
 import Foundation
 import Support
 

@@ -118,7 +118,12 @@ struct ProviderController: Sendable {
     func register(_ request: Request, key: ProviderStore.Key) async throws -> Response {
         let registration = try DeviceRegistration(body: try await body(request))
         let (device, created) = try await database { store in
-            try await store.register(token: registration.token, user: registration.user, clientInfo: registration.clientInfo, keyName: key.name)
+            try await store.register(
+                token: registration.token,
+                user: registration.user,
+                clientInfo: registration.clientInfo,
+                keyName: key.name
+            )
         }
         return Self.json(created ? .created : .ok, DeviceJSON(device))
     }
@@ -218,7 +223,8 @@ struct ProviderController: Sendable {
 
     /// The first answer to an idempotency key used within 24 hours, or 409 when it came with another body.
     func replay(key: ProviderStore.Key, idempotencyKey: String, requestHash: String) async throws -> Response? {
-        guard let earlier = try await database({ store in try await store.earlier(keyName: key.name, idempotencyKey: idempotencyKey) }) else {
+        guard let earlier = try await database({ store in try await store.earlier(keyName: key.name, idempotencyKey: idempotencyKey) })
+        else {
             return nil
         }
         guard earlier.requestHash == requestHash else {
