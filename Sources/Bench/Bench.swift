@@ -57,6 +57,7 @@ final class Bench: Sendable {
         passphrase: String,
         binDir: String,
         overrides: [String: String] = [:],
+        rtt: Duration = .zero,
         logger: Logger
     ) async throws -> Bench {
         let (developmentKeyID, developmentTeamID, developmentTopic) = (Self.developmentKeyID, Self.developmentTeamID, Self.developmentTopic)
@@ -93,14 +94,25 @@ final class Bench: Sendable {
         }
         var iterator = portsStream.makeAsyncIterator()
         guard let ports = await iterator.next() else { throw SimulatorError(reason: "the simulator did not start") }
+        // Apple's distance: the daemons reach the simulator through proxies that delay each byte rtt/2 each way.
+        var proxies: [LatencyProxy] = []
+        var (gatewayPort, http2Port) = (ports.gateway, ports.http2)
+        if rtt > .zero {
+            proxies = [
+                LatencyProxy(upstreamPort: ports.gateway, oneWay: rtt / 2), LatencyProxy(upstreamPort: ports.http2, oneWay: rtt / 2),
+            ]
+            gatewayPort = try await proxies[0].start()
+            http2Port = try await proxies[1].start()
+        }
+        let started = proxies
         let environment = [
             "PUSHCHAT_DATABASE_URL": url.connectionString,
-            "PUSHCHAT_APNS_GATEWAY": "127.0.0.1:\(ports.gateway)",
+            "PUSHCHAT_APNS_GATEWAY": "127.0.0.1:\(gatewayPort)",
             "PUSHCHAT_APNS_CERTIFICATE": certs + "/ck.pem",
             "PUSHCHAT_APNS_PASSPHRASE": passphrase,
             "PUSHCHAT_APNS_CA_FILE": certs + "/ca.pem",
             // Used when a figure picks PUSHCHAT_APNS_TRANSPORT=http2: token authentication with the development key.
-            "PUSHCHAT_APNS_HOST": "127.0.0.1:\(ports.http2)",
+            "PUSHCHAT_APNS_HOST": "127.0.0.1:\(http2Port)",
             "PUSHCHAT_APNS_TOPIC": developmentTopic,
             "PUSHCHAT_APNS_KEY_FILE": certs + "/AuthKey_\(developmentKeyID).p8",
             "PUSHCHAT_APNS_KEY_ID": developmentKeyID,
@@ -118,6 +130,7 @@ final class Bench: Sendable {
             binDir: binDir,
             logger: logger
         ) {
+            for proxy in started { await proxy.stop() }
             stopContinuation.finish()
             _ = try? await running.value
         }
@@ -143,10 +156,13 @@ final class Bench: Sendable {
         connections: Int = 1,
         summary: String? = nil,
         memory: Bool = false,
-        oneDaemonRate: Double? = nil
+        oneDaemonRate: Double? = nil,
+        fresh: Bool = true
     ) async throws -> (figures: [Figure], rate: Double) {
         progress("drain (\(transport.rawValue))")
-        try await query("TRUNCATE push_queue")
+        // A fresh queue (truncated and vacuumed), or rows added behind the earlier rounds' (back-to-back drains).
+        if fresh { try await query("TRUNCATE push_queue") }
+        let firstID = try await scalar("SELECT coalesce(max(message_id), 0) FROM push_queue")
         try await query(
             """
             INSERT INTO push_queue (device_token, payload)
@@ -154,7 +170,7 @@ final class Bench: Sendable {
             FROM generate_series(1, \(rows)) g
             """
         )
-        try await query("VACUUM ANALYZE push_queue")
+        if fresh { try await query("VACUUM ANALYZE push_queue") }
         let acceptedBefore = simulator.state.counters.accepted
         let daemonEnvironment = ["PUSHCHAT_APNS_TRANSPORT": transport.rawValue, "PUSHCHAT_APNS_CONNECTIONS": "\(connections)"]
         let processes = try (0..<daemons).map { _ in try startDaemon(extra: daemonEnvironment) }
@@ -181,11 +197,16 @@ final class Bench: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         let wall = ContinuousClock.now - start
-        let span = try await double("SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM push_queue")
+        let span = try await double(
+            "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM push_queue WHERE message_id > \(firstID)"
+        )
         // Every row is stamped sent only after the gateway accepted it, so accepted − rows is the duplicates.
         let accepted = simulator.state.counters.accepted - acceptedBefore
         let duplicates = accepted - rows
         let rate = Double(rows) / max(span, 0.001)
+        if !fresh {
+            return ([], rate)
+        }
         // The same rows through one raw UPDATE, as a yardstick for this machine in this run.
         try await query("UPDATE push_queue SET time_sent = NULL")
         let rawStart = ContinuousClock.now

@@ -35,8 +35,27 @@ struct BenchCommand: AsyncParsableCommand {
     var apiSeconds = 5
     @Option(help: "Concurrent clients for the API figures.")
     var clients = 32
-    @Option(help: "Only these figure groups, comma-separated: simulator, drain, http2, memory, latency, api, fanout, feedback.")
+    @Option(
+        help:
+            "Only these figure groups, comma-separated: simulator, drain, http2, memory, latency, api, fanout, feedback, rounds (soak: with --soak-minutes)."
+    )
     var only: String?
+    @Option(name: .customLong("rtt-ms"), help: "Apple's distance: every byte between the daemon and the simulator delayed N/2 ms each way.")
+    var rttMilliseconds = 0
+    @Flag(
+        name: .customLong("hold-snapshot"),
+        help: "Keep a session idle in a REPEATABLE READ transaction for the whole run (an operator's psql)."
+    )
+    var holdSnapshot = false
+    @Option(help: "Rows per drain of the rounds figure (three back-to-back drains).")
+    var roundRows = 200_000
+    @Option(
+        name: .customLong("soak-minutes"),
+        help: "Minutes of steady chat traffic, RSS of the API and the daemon every minute (0: none)."
+    )
+    var soakMinutes = 0
+    @Option(name: .customLong("soak-rate"), help: "Requests per second of the soak (joins and messages into 10-member rooms).")
+    var soakRate = 1400
     @Option(help: "Idle-latency samples.")
     var samples = 300
     @Option(name: .customLong("env"), help: "KEY=VALUE for the daemons under test, e.g. PUSHCHAT_PUSH_WINDOW=200 (repeatable).")
@@ -59,15 +78,24 @@ struct BenchCommand: AsyncParsableCommand {
             passphrase: passphrase,
             binDir: binDir,
             overrides: environment,
+            rtt: .milliseconds(rttMilliseconds),
             logger: logger
         )
         var results: [Bench.Figure] = []
+        var snapshot: Bench.HeldSnapshot?
         do {
+            if holdSnapshot { snapshot = try await bench.holdSnapshot() }
+            if rttMilliseconds > 0 {
+                results.append(
+                    .init(name: "(round trip to the simulator)", value: "\(rttMilliseconds) ms (a delaying proxy)", target: "-", met: nil)
+                )
+            }
             let tls = try GatewayTLS.clientContext(
                 identity: try ClientIdentity.load(path: certs + "/ck.pem", passphrase: passphrase),
                 caFile: certs + "/ca.pem"
             )
-            let groups = Set((only ?? "simulator,drain,http2,memory,latency,api,fanout,feedback").split(separator: ",").map(String.init))
+            var groups = Set((only ?? "simulator,drain,http2,memory,latency,api,fanout,feedback").split(separator: ",").map(String.init))
+            if soakMinutes > 0 { groups.insert("soak") }
             if groups.contains("simulator") { results += try await bench.simulatorDecodeRate(frames: 500_000, tls: tls) }
             if groups.contains("drain") {
                 let one = try await bench.drain(rows: rows, daemons: 1)
@@ -92,11 +120,15 @@ struct BenchCommand: AsyncParsableCommand {
             if groups.contains("api") { results += try await bench.apiThroughput(seconds: apiSeconds, connections: clients) }
             if groups.contains("fanout") { results += try await bench.fanOut(members: 10_000) }
             if groups.contains("feedback") { results += try await bench.feedback(tuples: 100_000) }
+            if groups.contains("rounds") { results += try await bench.rounds(rows: roundRows, alreadyHeld: holdSnapshot) }
+            if groups.contains("soak") { results += try await bench.soak(minutes: soakMinutes, rate: soakRate) }
         } catch {
+            await snapshot?.release()
             await bench.finish()
             print("pushchat-bench: \(DatabaseError.describe(error))")
             throw ExitCode(1)
         }
+        await snapshot?.release()
         await bench.finish()
         Bench.printTable(results)
     }

@@ -4,11 +4,13 @@ import NIOPosix
 import Support
 
 /// A small HTTP/1.1 load generator: `connections` keep-alive connections, each sending requests one after another
-/// for `duration`; counts answers by status.
+/// for `duration` (as fast as answers come, or one every `interval` per connection for a steady rate); counts answers
+/// by status.
 struct LoadGenerator: Sendable {
     let port: Int
     let connections: Int
     let duration: Duration
+    var interval: Duration? = nil
 
     struct Result: Sendable {
         var ok = 0
@@ -47,7 +49,12 @@ struct LoadGenerator: Sendable {
             var result = Result()
             var responses = inbound.makeAsyncIterator()
             var index = 0
+            var next = ContinuousClock.now
             while ContinuousClock.now < deadline {
+                if let interval {
+                    next += interval
+                    try await Task.sleep(until: next)
+                }
                 let status = try await Self.request(path: path, form: body(connection, index), outbound: outbound, responses: &responses)
                 index += 1
                 if status == .ok { result.ok += 1 } else { result.failed += 1 }

@@ -1,0 +1,182 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+import Settings
+import Storage
+import Support
+
+/// The field's conditions: an operator's psql session idle in a transaction, back-to-back drains, hours of traffic.
+extension Bench {
+    /// A session idle in a REPEATABLE READ transaction that has taken its snapshot: what `psql` with `BEGIN ISOLATION
+    /// LEVEL REPEATABLE READ; SELECT …` left open looks like to VACUUM (nothing newer than it can be removed).
+    final class HeldSnapshot: Sendable {
+        private let release: @Sendable () async -> Void
+
+        init(release: @escaping @Sendable () async -> Void) { self.release = release }
+
+        func release() async { await release() }
+    }
+
+    func holdSnapshot() async throws -> HeldSnapshot {
+        let (opened, openedContinuation) = AsyncStream.makeStream(of: Result<Void, any Error>.self)
+        let (done, doneContinuation) = AsyncStream.makeStream(of: Void.self)
+        let (url, logger) = (self.url, self.logger)
+        let task = Task {
+            do {
+                try await Database.withConnection(url: url, applicationName: "psql (bench: idle in transaction)", logger: logger) {
+                    connection in
+                    try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ", logger: logger)
+                    _ = try await connection.query("SELECT count(*) FROM active_users", logger: logger).collect()
+                    openedContinuation.yield(.success(()))
+                    for await _ in done { break }
+                    try? await connection.query("ROLLBACK", logger: logger)
+                }
+            } catch {
+                openedContinuation.yield(.failure(error))
+            }
+        }
+        var iterator = opened.makeAsyncIterator()
+        if case .failure(let error) = await iterator.next() ?? .success(()) { throw error }
+        return HeldSnapshot {
+            doneContinuation.finish()
+            _ = await task.result
+        }
+    }
+
+    /// Three drains of `rows` back to back (each round's rows queued behind the last, nothing vacuumed in between),
+    /// then the same with a snapshot held open (unless `--hold-snapshot` holds one for the whole run already).
+    func rounds(rows: Int, alreadyHeld: Bool) async throws -> [Figure] {
+        func three(_ label: String) async throws -> (figures: [Figure], rates: [Double]) {
+            var rates: [Double] = []
+            try await query("TRUNCATE push_queue")
+            try await query("VACUUM ANALYZE push_queue")
+            for round in 0..<3 {
+                rates.append(try await drain(rows: rows, daemons: 1, fresh: false).rate)
+                progress("rounds: round \(round + 1) of 3 \(label): \(Int(rates[round])) rows/s")
+            }
+            let dead = try await scalar("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'push_queue'")
+            let third = rates[2] / max(rates[0], 1)
+            return (
+                [
+                    Figure(
+                        name: "three drains of \(rows) rows back to back, binary\(label)",
+                        value: rates.map { "\(Int($0))" }.joined(separator: ", ")
+                            + " rows/s; third/first \(String(format: "%.2f", third)); \(dead) dead row versions",
+                        target: "third ≥ 0.90 of first",
+                        met: third >= 0.9
+                    )
+                ],
+                rates
+            )
+        }
+        var figures: [Figure] = []
+        let plain = try await three(alreadyHeld ? " (a session idle in REPEATABLE READ)" : "")
+        figures += plain.figures
+        guard !alreadyHeld else { return figures }
+        let snapshot = try await holdSnapshot()
+        let held: (figures: [Figure], rates: [Double])
+        do {
+            held = try await three(" (a session idle in REPEATABLE READ)")
+        } catch {
+            await snapshot.release()
+            throw error
+        }
+        await snapshot.release()
+        figures += held.figures
+        let share = held.rates.reduce(0, +) / max(plain.rates.reduce(0, +), 1)
+        figures.append(
+            Figure(
+                name: "  three drains with the open snapshot / without",
+                value: String(format: "%.2f", share),
+                target: "≥ 0.80",
+                met: share >= 0.8
+            )
+        )
+        return figures
+    }
+
+    /// `minutes` of steady chat traffic into the API (joins and messages into 10-member rooms, `rate` requests per
+    /// second, limits off) with the daemon draining; the RSS of the API and of the daemon every minute.
+    func soak(minutes: Int, rate: Int) async throws -> [Figure] {
+        progress("soak (\(minutes) min at \(rate) requests/s)")
+        try await query("TRUNCATE active_users, push_queue, messages")
+        let port = try Self.freePort()
+        let api = try startProcess(
+            "pushchat-api",
+            ["serve", "production"],
+            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)"].merging(Self.noLimits) { $1 }
+        )
+        let daemon = try startDaemon()
+        defer {
+            for process in [api, daemon] where process.isRunning { process.terminate() }
+            for process in [api, daemon] { process.waitUntilExit() }
+        }
+        try await Self.waitForPort(port)
+        let samples = NIOLockedValueBox<[(api: Int, daemon: Int)]>([])
+        let sampler = Task {
+            samples.withLockedValue {
+                $0.append((Self.residentMemory(of: api.processIdentifier), Self.residentMemory(of: daemon.processIdentifier)))
+            }
+            for minute in 1...minutes {
+                try await Task.sleep(for: .seconds(60))
+                let sample = (Self.residentMemory(of: api.processIdentifier), Self.residentMemory(of: daemon.processIdentifier))
+                samples.withLockedValue { $0.append(sample) }
+                progress("soak: minute \(minute): API \(sample.0 / 1024) MB, daemon \(sample.1 / 1024) MB")
+            }
+        }
+        let connections = 16
+        let generator = LoadGenerator(
+            port: port,
+            connections: connections,
+            duration: .seconds(Int64(minutes * 60)),
+            interval: .nanoseconds(Int64(1_000_000_000 * connections / max(rate, 1)))
+        )
+        // Each connection is a room of 10 devices: they join (again), then send; one request in 5 is a join.
+        let result = try await generator.run(path: "/api.php") { connection, index in
+            let member = index % 10
+            let udid = String(format: "%08x%032x", connection, member)
+            if index % 5 == 0 {
+                let token = String(format: "%032x%032x", connection, member)
+                return "cmd=join&udid=\(udid)&token=\(token)&name=Soak\(member)&code=soak\(connection)"
+            }
+            return "cmd=message&udid=\(udid)&text=soak+\(index)"
+        }
+        _ = try? await sampler.value
+        sampler.cancel()
+        // Let the daemon finish what is queued.
+        let deadline = ContinuousClock.now + .seconds(120)
+        var pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
+        while pending > 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .seconds(1))
+            pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
+        }
+        let sent = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL")
+        let series = samples.withLockedValue { $0 }
+        // Growth over the last two thirds of the run (the first third is warming up: pools, caches, allocator).
+        let from = series.count / 3
+        func growth(_ values: [Int]) -> Int { (values.last ?? 0) / 1024 - values[min(from, values.count - 1)] / 1024 }
+        let apiGrowth = growth(series.map(\.api))
+        let daemonGrowth = growth(series.map(\.daemon))
+        return [
+            Figure(
+                name: "soak: \(minutes) min of chat traffic",
+                value: "\(Int(result.rate)) requests/s, \(result.failed) failed; \(sent) notifications sent, \(pending) left",
+                target: "no error, all delivered",
+                met: result.failed == 0 && pending == 0
+            ),
+            Figure(
+                name: "  API RSS by minute (MB)",
+                value: series.map { "\($0.api / 1024)" }.joined(separator: " "),
+                target: "≤ 5 MB growth in the last two thirds",
+                met: apiGrowth <= 5
+            ),
+            Figure(
+                name: "  daemon RSS by minute (MB)",
+                value: series.map { "\($0.daemon / 1024)" }.joined(separator: " "),
+                target: "≤ 5 MB growth in the last two thirds",
+                met: daemonGrowth <= 5
+            ),
+        ]
+    }
+}
