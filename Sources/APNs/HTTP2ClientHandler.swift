@@ -174,7 +174,7 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
             }
             context.flush()
-            report(.unanswered(requests, "no answer within \(requestTimeout.nanoseconds / 1_000_000) ms"))
+            report(.timedOut(requests, .nanoseconds(requestTimeout.nanoseconds)))
         }
         if let pingSentAt, now - pingSentAt > requestTimeout {
             finish("the server did not answer a PING")

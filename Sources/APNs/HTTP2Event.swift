@@ -14,6 +14,9 @@ public enum HTTP2Event: Sendable {
     case answered([HTTP2Answer])
     /// Written but not answered (timeout, reset, GOAWAY, connection lost): safe to send again.
     case unanswered([HTTP2Request], String)
+    /// Written, no answer within the request timeout (the streams were cancelled): safe to send again, with fewer
+    /// at once: the server answers slower than this many streams allow.
+    case timedOut([HTTP2Request], Duration)
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
     case maxStreams(Int)
     /// GOAWAY: no new streams on this connection.

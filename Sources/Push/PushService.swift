@@ -118,9 +118,12 @@ public final class PushService: Service, Sendable {
         )
     }
 
-    /// One worker per `apns_connections`, each on its own connection, until graceful shutdown.
+    /// One worker per `apns_connections`, each on its own connection, until graceful shutdown: over HTTP/2 the first is
+    /// always connected and the others only while the open ones are saturated.
     func runWorkers(_ context: WorkerContext) async {
         let connections = configuration.push.connections
+        // HTTP/2: connection 1 always, the others on demand (see ConnectionDemand); binary: all of them, always.
+        let demand = connections > 1 ? ConnectionDemand() : nil
         await withTaskGroup(of: Void.self) { workers in
             for index in 1...max(1, connections) {
                 var logger = self.logger
@@ -130,7 +133,15 @@ public final class PushService: Service, Sendable {
                     case .binary(let connector, let encoder):
                         BinaryWorker(context: context, connector: connector, encoder: encoder, index: index, logger: logger)
                     case .http2(let connector, let topic, let tokens):
-                        HTTP2Worker(context: context, connector: connector, topic: topic, tokens: tokens, index: index, logger: logger)
+                        HTTP2Worker(
+                            context: context,
+                            connector: connector,
+                            topic: topic,
+                            tokens: tokens,
+                            index: index,
+                            logger: logger,
+                            demand: demand
+                        )
                     }
                 workers.addTask { await worker.run() }
             }

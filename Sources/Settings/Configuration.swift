@@ -107,6 +107,10 @@ public struct Configuration: Sendable {
         }
         apns = try APNsSettings(source: source)
         push = try PushSettings(source: source)
+        if source.value(.apnsConnections) == nil && apns.transport == .http2 {
+            // Over HTTP/2 the setting is the most connections, opened only while needed.
+            push.connections = 4
+        }
         limits = try APILimits(source: source)
         exposure = try ExposureSettings(source: source)
         retention = try RetentionSettings(source: source)

@@ -53,6 +53,7 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case apnsTopic = "apns_topic"
     case pushRequestTimeout = "push_request_timeout"
     case apnsConnections = "apns_connections"
+    case apnsConnectionIdle = "apns_connection_idle"
     case apnsExpiry = "apns_expiry"
     case apnsPriority = "apns_priority"
     case pushBatchSize = "push_batch_size"

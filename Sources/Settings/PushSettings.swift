@@ -3,8 +3,13 @@ import Support
 
 /// The push daemon's tuning: connections, defaults for notifications, batch and window sizes, leases.
 public struct PushSettings: Sendable {
-    /// Connections to the gateway that share the work (`apns_connections`). Default 1.
+    /// Connections to the gateway that share the work (`apns_connections`). Binary: that many, always open. HTTP/2:
+    /// the most; the first is always open, each other one opens while the open ones' streams are all busy with rows
+    /// waiting (one connection carries at most MAX_CONCURRENT_STREAMS per round trip to Apple) and closes after
+    /// `apns_connection_idle` without work. Default 1 for binary, 4 for HTTP/2.
     public var connections = 1
+    /// HTTP/2: how long an extra connection may go without work before it closes (`apns_connection_idle`). Default 30 s.
+    public var connectionIdle: Duration = .seconds(30)
     /// Seconds APNs keeps trying to deliver a notification whose row sets no expiration (`apns_expiry`);
     /// 0 = deliver once, do not store. Default one day.
     public var expirySeconds: UInt32 = 86_400
@@ -39,6 +44,7 @@ public struct PushSettings: Sendable {
 
     init(source: ConfigurationSource) throws(ConfigurationError) {
         connections = try Self.integer(.apnsConnections, source, in: 1...64) ?? connections
+        connectionIdle = try Configuration.duration(.apnsConnectionIdle, source) ?? connectionIdle
         expirySeconds = try Self.integer(.apnsExpiry, source, in: 0...Int(UInt32.max)).map(UInt32.init) ?? expirySeconds
         if let value = try Self.integer(.apnsPriority, source, in: 5...10) {
             guard value == 5 || value == 10 else {

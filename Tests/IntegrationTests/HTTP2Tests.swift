@@ -220,6 +220,44 @@ import Testing
         }
     }
 
+    /// `apns_connections` is the most over HTTP/2: more open while the open ones' streams are all busy with rows
+    /// waiting, and the extra ones close when idle.
+    @Test func extraConnectionsOpenWhileTheStreamsAreSaturatedAndCloseWhenIdle() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.http2.maxConcurrentStreams = 4
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await harness.queue(3000)
+            var (configuration, _) = try harness.http2()
+            configuration.push.connections = 3
+            configuration.push.connectionIdle = .seconds(1)
+            configuration.push.requestTimeout = .seconds(20)
+            try await harness.withDaemonStatus(configuration) { port in
+                try await harness.waitUntil(timeout: .seconds(90), "3,000 rows are sent") {
+                    try await harness.count("time_sent IS NOT NULL") == 3000
+                }
+                let used = Set(harness.simulator.state.accepted.map(\.connection))
+                #expect(used.count >= 2 && used.count <= 3, "connections used: \(used)")
+                try await harness.waitUntil(timeout: .seconds(15), "the extra connections close when idle") {
+                    try await LoopbackHTTP.scrape(port: port)["pushchat_gateway_connected"] == 1
+                }
+            }
+            #expect(harness.simulator.state.counters.accepted == 3000, "nothing sent twice")
+        }
+    }
+
+    /// With few rows the streams never fill: one connection.
+    @Test func aLightQueueKeepsOneConnection() async throws {
+        try await PushHarness.run { harness in
+            try await harness.queue(50)
+            var (configuration, _) = try harness.http2()
+            configuration.push.connections = 4
+            try await harness.withDaemonStatus(configuration) { _ in
+                try await harness.waitUntilAllSent(50)
+            }
+            #expect(harness.simulator.state.counters.connections == 1)
+        }
+    }
+
     @Test func tooManyRequestsAndServiceUnavailableAreRetried() async throws {
         var simulator = SimulatorTests.configuration()
         simulator.http2.unavailableRequests = 3

@@ -12,11 +12,16 @@ final class HTTP2Session: Sendable {
         /// Claimed ahead, waiting for a free stream.
         var ready: [QueuedNotification] = []
         var inFlight = 0
-        /// Streams allowed at once: 1 until the server's SETTINGS say more, never above `push_window`.
+        /// Streams used at once: 1 until the server's SETTINGS say more, never above ``ceiling``; halved when requests
+        /// time out (the server answers slower than that many allow), grown back by what is answered.
         var limit = 1
+        /// What the server allows (SETTINGS_MAX_CONCURRENT_STREAMS), capped by `push_window`.
+        var ceiling = 1
         var answered = 0
         /// Still taking new work (false after GOAWAY, a lost connection or shutdown).
         var open = true
+        /// Closed because it had no work for `apns_connection_idle` (an extra connection; no backoff, no alarm).
+        var closedIdle = false
 
         /// The next rows to write and marks them in flight: retries first, then claimed rows, in batches of a
         /// quarter of the streams allowed (one event-loop hop each) unless nothing is in flight or retries wait.
@@ -46,6 +51,15 @@ final class HTTP2Session: Sendable {
         mutating func answered(_ count: Int) {
             inFlight -= count
             answered += count
+            if limit < ceiling { limit = min(ceiling, limit + max(1, count / 2)) }
+        }
+
+        /// Written, no answer within the request timeout: sent again, and half as many at once from now on (a
+        /// window that times out whole would be resent whole forever). Returns the new limit.
+        mutating func timedOut(_ items: [QueuedNotification]) -> Int {
+            unanswered(items)
+            limit = max(1, limit / 2)
+            return limit
         }
 
         /// Written, not answered (timeout, reset, GOAWAY): sent again.
@@ -56,9 +70,19 @@ final class HTTP2Session: Sendable {
 
         /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, capped by `window`; returns the new limit.
         mutating func allow(maxStreams: Int, window: Int) -> Int {
-            limit = max(1, min(maxStreams, window))
+            ceiling = max(1, min(maxStreams, window))
+            limit = ceiling
             return limit
         }
+
+        /// Every stream this connection may use is busy (fewer free than a refill) while rows wait for one: one
+        /// connection carries no more, another would.
+        var isSaturated: Bool {
+            open && limit > 1 && limit - inFlight < max(1, limit / 4) && !(retry.isEmpty && ready.isEmpty)
+        }
+
+        /// Nothing in flight, nothing waiting.
+        var isIdle: Bool { inFlight == 0 && retry.isEmpty && ready.isEmpty }
 
         /// Whether the claimer should claim more: fewer rows ready than a window's worth (or half a batch).
         func wantsClaim(batchSize: Int) -> Bool { open && ready.count < max(limit, batchSize / 2) }

@@ -23,6 +23,12 @@ struct HTTP2Worker: PushWorker {
     let index: Int
     /// The service's logger, with `push.connection` when there are several.
     let logger: Logger
+    /// Shared by the daemon's connections: connection 1 is always open, the others open while the open ones are
+    /// saturated and close when idle (nil: this connection is always open).
+    var demand: ConnectionDemand? = nil
+
+    /// Opens only on demand and closes when idle.
+    var isElastic: Bool { demand != nil && index > 1 }
 
     func run() async {
         var backoff = Backoff()
@@ -30,6 +36,11 @@ struct HTTP2Worker: PushWorker {
         var attempts = 0
         let inFlight = metrics.inFlight(connection: index)
         while !shutdown.isRequested {
+            if let demand, isElastic, carry.isEmpty {
+                // Dormant until every open connection's streams are saturated while rows wait.
+                guard await waitForDemand(demand) else { break }
+                logger.info("The open connections' streams are saturated: opening connection \(index)")
+            }
             logger.info("Connecting to \(connector.endpoint) (HTTP/2)")
             if attempts > 0 { metrics.reconnects.increment() }
             attempts += 1
@@ -38,6 +49,7 @@ struct HTTP2Worker: PushWorker {
             do {
                 let (channel, handler, events) = try await connector.connect()
                 logger.info("Connection OK (HTTP/2)")
+                demand?.opened(index)
                 status.connectionOpened()
                 metrics.connected.increment()
                 // The reader runs until the connection's events end (every request is accounted for by then); the
@@ -50,17 +62,34 @@ struct HTTP2Worker: PushWorker {
                 }
                 metrics.connected.decrement()
                 status.connectionClosed()
+                demand?.closed(index)
                 inFlight.set(0)
             } catch {
                 logger.error("Cannot connect to \(connector.endpoint): \(GatewayError.describe(error))")
             }
-            let (unsent, answered) = session.state.withLockedValue { ($0.unsent, $0.answered) }
+            let (unsent, answered, idle) = session.state.withLockedValue { ($0.unsent, $0.answered, $0.closedIdle) }
             carry = unsent
+            if idle {
+                logger.info(
+                    "Connection \(index) idle for \(settings.connectionIdle.formatted): closed until the streams are saturated again"
+                )
+                backoff.reset()
+                continue
+            }
             guard await Reconnect.next(&backoff, progressed: answered > 0, signal: signal, shutdown: shutdown, logger: logger) else {
                 break
             }
         }
         Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
+    }
+
+    /// Waits until `demand` wants this connection open (true) or shutdown (false).
+    private func waitForDemand(_ demand: ConnectionDemand) async -> Bool {
+        while !shutdown.isRequested {
+            if demand.wants(index) { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
     }
 
     // MARK: Sending
@@ -72,6 +101,7 @@ struct HTTP2Worker: PushWorker {
         inFlight: Meter
     ) async {
         let authority = connector.authority
+        var idleSince: ContinuousClock.Instant?
         while session.isOpen {
             let wakeGeneration = session.wake.generation
             let queueGeneration = signal.generation
@@ -80,10 +110,24 @@ struct HTTP2Worker: PushWorker {
                 session.update { $0.open = false }
                 break
             }
-            let (batch, count) = session.state.withLockedValue { state in
-                (state.nextBatch(batchSize: settings.batchSize), state.inFlight)
+            let (batch, count, saturated, idle) = session.state.withLockedValue { state in
+                (state.nextBatch(batchSize: settings.batchSize), state.inFlight, state.isSaturated, state.isIdle)
             }
             inFlight.set(count)
+            demand?.report(index, saturated: saturated)
+            if isElastic {
+                if !idle {
+                    idleSince = nil
+                } else if let since = idleSince, since.duration(to: .now) >= settings.connectionIdle {
+                    session.update {
+                        $0.closedIdle = true
+                        $0.open = false
+                    }
+                    break
+                } else if idleSince == nil {
+                    idleSince = .now
+                }
+            }
             if batch.isEmpty {
                 await QueueSignal.wait(for: [(session.wake, wakeGeneration), (signal, queueGeneration)], timeout: .seconds(1))
                 continue
@@ -220,6 +264,12 @@ struct HTTP2Worker: PushWorker {
                 logger.warning("\(requests.count) notifications unanswered (\(reason)); sending them again")
                 metrics.resent.increment(by: requests.count)
                 session.update { $0.unanswered(requests.map(\.notification)) }
+            case .timedOut(let requests, let timeout):
+                metrics.resent.increment(by: requests.count)
+                let limit = session.update { $0.timedOut(requests.map(\.notification)) }
+                logger.warning(
+                    "\(requests.count) notifications unanswered (no answer within \(timeout.formatted)); sending them again, at most \(limit) at once"
+                )
             case .maxStreams(let value):
                 let limit = session.update { $0.allow(maxStreams: value, window: settings.window) }
                 logger.debug("The server allows \(value) concurrent streams; sending up to \(limit) at once")
