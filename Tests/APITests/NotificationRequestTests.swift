@@ -52,6 +52,7 @@ import Testing
         (#"{"to": {"all": false}, "aps": {"alert": "x"}}"#, 400, "to.all"),
         (#"{"to": {"udids": ["xyz"]}, "aps": {"alert": "x"}}"#, 400, "to.udids[0]"),
         (#"{"to": {"room": ""}, "aps": {"alert": "x"}}"#, 400, "to.room"),
+        (#"{"to": {"room": "a\u0000b"}, "aps": {"alert": "x"}}"#, 400, "to.room"),
         (#"{"to": {"everyone": true}, "aps": {"alert": "x"}}"#, 400, "to.everyone"),
         (#"{"to": {"all": true}}"#, 400, "aps"),
         (#"{"to": {"all": true}, "aps": "hi"}"#, 400, "aps"),
@@ -104,6 +105,10 @@ import Testing
         #expect(device == DeviceRegistration(token: Self.token, user: "u1", clientInfo: "iOS 17"))
         #expect(throws: ProviderError.self) { try DeviceRegistration(body: Array(#"{"token": "12"}"#.utf8)) }
         #expect(throws: ProviderError.self) { try DeviceRegistration(body: Array(#"{"user": "u1"}"#.utf8)) }
+        // Found by schemathesis: a NUL in client_info was a 500 (PostgreSQL's text cannot hold it).
+        #expect(throws: ProviderError.self) {
+            try DeviceRegistration(body: Array(#"{"token": "\#(Self.token)", "client_info": "a\u0000b"}"#.utf8))
+        }
         let long = String(repeating: "u", count: 256)
         #expect(throws: ProviderError.self) {
             try DeviceRegistration(body: Array(#"{"token": "\#(Self.token)", "user": "\#(long)"}"#.utf8))

@@ -110,8 +110,8 @@ public struct NotificationRequest: Sendable, Equatable {
         case "udids":
             return .udids(try list(member.value, field) { value, field throws(ProviderError) in try udid(value, field) })
         case "room":
-            guard let room = member.value.stringValue, !room.isEmpty, room.utf8.count <= 255 else {
-                throw .invalid(field, "room must be a room's secret code (1 to 255 bytes)")
+            guard let room = member.value.stringValue, !room.isEmpty, room.utf8.count <= 255, !ProviderJSON.hasControlCharacters(room) else {
+                throw .invalid(field, "room must be a room's secret code (1 to 255 bytes, no control characters)")
             }
             return .room(room)
         case "all":
@@ -162,9 +162,7 @@ public struct NotificationRequest: Sendable, Equatable {
                 throw .invalid(field, "\(field) must be printable ASCII without spaces (a bundle id)")
             }
         } else {
-            guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                throw .invalid(field, "\(field) must not hold control characters")
-            }
+            guard !ProviderJSON.hasControlCharacters(text) else { throw .invalid(field, "\(field) must not hold control characters") }
         }
         return text
     }
@@ -195,8 +193,8 @@ public struct DeviceRegistration: Sendable, Equatable {
         }
         self.clientInfo = try json["client_info"].flatMap { value throws(ProviderError) in
             guard value != .null else { return nil }
-            guard let text = value.stringValue, text.utf8.count <= 1024 else {
-                throw .invalid("client_info", "client_info must be a string of at most 1,024 bytes")
+            guard let text = value.stringValue, text.utf8.count <= 1024, !ProviderJSON.hasControlCharacters(text) else {
+                throw .invalid("client_info", "client_info must be a string of at most 1,024 bytes without control characters")
             }
             return text
         }
@@ -223,9 +221,14 @@ enum ProviderJSON {
 
     /// The application's user reference: 1 to 255 bytes, no control characters.
     static func user(_ value: JSON, _ field: String) throws(ProviderError) -> String {
-        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 255,
-            !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else { throw .invalid(field, "a user is a string of 1 to 255 bytes without control characters") }
+        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 255, !hasControlCharacters(text) else {
+            throw .invalid(field, "a user is a string of 1 to 255 bytes without control characters")
+        }
         return text
+    }
+
+    /// Control characters (NUL among them, which PostgreSQL's text cannot hold) in a value stored as text.
+    static func hasControlCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 }
