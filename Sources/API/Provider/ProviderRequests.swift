@@ -110,7 +110,8 @@ public struct NotificationRequest: Sendable, Equatable {
         case "udids":
             return .udids(try list(member.value, field) { value, field throws(ProviderError) in try udid(value, field) })
         case "room":
-            guard let room = member.value.stringValue, !room.isEmpty, room.utf8.count <= 255, !ProviderJSON.hasControlCharacters(room) else {
+            guard let room = member.value.stringValue, !room.isEmpty, room.utf8.count <= 255, !ProviderJSON.hasControlCharacters(room)
+            else {
                 throw .invalid(field, "room must be a room's secret code (1 to 255 bytes, no control characters)")
             }
             return .room(room)
