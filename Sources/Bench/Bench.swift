@@ -213,7 +213,9 @@ final class Bench: Sendable {
         try await query("UPDATE push_queue SET time_sent = now()")
         let raw = Double(rows) / (ContinuousClock.now - rawStart).seconds
         var label = daemons == 1 ? "one daemon" : "\(daemons) daemons sharing the queue"
-        if connections > 1 { label += ", \(connections) connections" }
+        if connections > 1 {
+            label += transport == .http2 ? ", up to \(connections) connections (the default)" : ", \(connections) connections"
+        }
         let target = transport == .http2 ? 20_000.0 : 50_000.0
         var figures = [
             Figure(
