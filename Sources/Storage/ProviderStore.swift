@@ -21,6 +21,12 @@ public struct ProviderStore: Sendable {
         public let registeredAt: Date
         public let updatedAt: Date
         public let lastBadge: Int?
+
+        /// From the row of ``ProviderStore/deviceColumns``.
+        init(row: (String, String?, String?, Date, Date, Int32?)) {
+            (token, user, clientInfo, registeredAt, updatedAt) = (row.0, row.1, row.2, row.3, row.4)
+            lastBadge = row.5.map(Int.init)
+        }
     }
 
     /// Who a notification is for, as the statement selects them.
@@ -156,16 +162,7 @@ public struct ProviderStore: Sendable {
             let (token, user, info, registered, updated, badge, created) = try row.decode(
                 (String, String?, String?, Date, Date, Int32?, Bool).self
             )
-            return (
-                Device(
-                    token: token,
-                    user: user,
-                    clientInfo: info,
-                    registeredAt: registered,
-                    updatedAt: updated,
-                    lastBadge: badge.map(Int.init)
-                ), created
-            )
+            return (Device(row: (token, user, info, registered, updated, badge)), created)
         }
         throw DatabaseError(context: "registering a device", underlying: CancellationError())
     }
@@ -183,17 +180,8 @@ public struct ProviderStore: Sendable {
             logger: logger
         )
         var devices: [Device] = []
-        for try await (token, user, info, registered, updated, badge) in rows.decode((String, String?, String?, Date, Date, Int32?).self) {
-            devices.append(
-                Device(
-                    token: token,
-                    user: user,
-                    clientInfo: info,
-                    registeredAt: registered,
-                    updatedAt: updated,
-                    lastBadge: badge.map(Int.init)
-                )
-            )
+        for try await row in rows.decode((String, String?, String?, Date, Date, Int32?).self) {
+            devices.append(Device(row: row))
         }
         return devices
     }

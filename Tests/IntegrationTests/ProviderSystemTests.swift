@@ -212,21 +212,7 @@ import Testing
                 encoding: .utf8
             )
             let (gateway, feedback, api) = (try SystemTests.freePort(), try SystemTests.freePort(), try SystemTests.freePort())
-            let environment = [
-                "PUSHCHAT_DATABASE_URL": url.connectionString,
-                "PUSHCHAT_API_HOST": "127.0.0.1",
-                "PUSHCHAT_API_PORT": "\(api)",
-                "PUSHCHAT_APNS_TRANSPORT": "binary",
-                "PUSHCHAT_APNS_GATEWAY": "127.0.0.1:\(gateway)",
-                "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(feedback)",
-                "PUSHCHAT_APNS_CERTIFICATE": TestCertificates.path("ck.pem"),
-                "PUSHCHAT_APNS_PASSPHRASE": TestCertificates.passphrase,
-                "PUSHCHAT_APNS_CA_FILE": TestCertificates.path("ca.pem"),
-                "PUSHCHAT_LOG_FILE": "-",
-                "PUSHCHAT_PUSH_SETTLE": "0.2",
-                "PUSHCHAT_PUSH_STATUS_PORT": "0",
-                "PUSHCHAT_API_METRICS_PORT": "0",
-            ]
+            let environment = SystemTests.binaryEnvironment(url: url, api: api, gateway: gateway, feedback: feedback)
             let processes = try await SystemTests.start(
                 in: directory,
                 simulator: [

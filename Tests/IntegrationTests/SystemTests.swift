@@ -91,6 +91,25 @@ import Testing
         ]
     }
 
+    /// The processes' settings for development over the binary interface against the simulator.
+    static func binaryEnvironment(url: DatabaseURL, api: Int, gateway: Int, feedback: Int) -> [String: String] {
+        [
+            "PUSHCHAT_DATABASE_URL": url.connectionString,
+            "PUSHCHAT_API_HOST": "127.0.0.1",
+            "PUSHCHAT_API_PORT": "\(api)",
+            "PUSHCHAT_APNS_TRANSPORT": "binary",
+            "PUSHCHAT_APNS_GATEWAY": "127.0.0.1:\(gateway)",
+            "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(feedback)",
+            "PUSHCHAT_APNS_CERTIFICATE": TestCertificates.path("ck.pem"),
+            "PUSHCHAT_APNS_PASSPHRASE": TestCertificates.passphrase,
+            "PUSHCHAT_APNS_CA_FILE": TestCertificates.path("ca.pem"),
+            "PUSHCHAT_LOG_FILE": "-",
+            "PUSHCHAT_PUSH_SETTLE": "0.2",
+            "PUSHCHAT_PUSH_STATUS_PORT": "0",
+            "PUSHCHAT_API_METRICS_PORT": "0",
+        ]
+    }
+
     /// The simulator (HTTP/2 on `http2`, tokens in `directory/unregistered.txt` answered 410), API and push daemon in
     /// production mode.
     static func startOverHTTP2(in directory: String, environment: [String: String], http2: Int, api: Int) async throws -> Processes {
@@ -192,20 +211,9 @@ import Testing
             let feedbackFile = directory + "/feedback.txt"
             let bobToken = String(repeating: "cd", count: 32)
             try "\(bobToken) \(Int(Date().timeIntervalSince1970) + 5)\n".write(toFile: feedbackFile, atomically: true, encoding: .utf8)
-            let environment = [
-                "PUSHCHAT_DATABASE_URL": url.connectionString,
-                "PUSHCHAT_API_HOST": "127.0.0.1",
-                "PUSHCHAT_API_PORT": "\(api)",
-                "PUSHCHAT_APNS_GATEWAY": "127.0.0.1:\(gateway)",
-                "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(feedback)",
-                "PUSHCHAT_APNS_CERTIFICATE": TestCertificates.path("ck.pem"),
-                "PUSHCHAT_APNS_PASSPHRASE": TestCertificates.passphrase,
-                "PUSHCHAT_APNS_CA_FILE": TestCertificates.path("ca.pem"),
-                "PUSHCHAT_LOG_FILE": "-",
-                "PUSHCHAT_PUSH_SETTLE": "0.2",
-                "PUSHCHAT_PUSH_STATUS_PORT": "\(pushStatus)",
-                "PUSHCHAT_API_METRICS_PORT": "\(apiMetricsPort)",
-            ]
+            var environment = Self.binaryEnvironment(url: url, api: api, gateway: gateway, feedback: feedback)
+            environment["PUSHCHAT_PUSH_STATUS_PORT"] = "\(pushStatus)"
+            environment["PUSHCHAT_API_METRICS_PORT"] = "\(apiMetricsPort)"
             let processes = try await Self.start(
                 in: directory,
                 simulator: ["--gateway-port", "\(gateway)", "--feedback-port", "\(feedback)", "--feedback", feedbackFile],
