@@ -11,7 +11,6 @@ Talks to 127.0.0.1 only.
 """
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import tempfile
 BIN, OUTPUT = sys.argv[1], sys.argv[2]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts", "lib"))
-from harness import SERVER_URL, Harness, answers, as_service_user, database_url, free_port, psql  # noqa: E402
+from harness import SERVER_URL, Harness, answers, as_service_user, database_url, free_port, psql, tear_down  # noqa: E402
 
 SCHEMATHESIS = "schemathesis==4.32.5"
 harness = Harness("api-spec-test", 240)
@@ -88,14 +87,7 @@ def main():
         if api_process.poll() is not None:
             fail("the API exited during the run")
     finally:
-        if api_process:
-            api_process.send_signal(signal.SIGTERM)
-            try:
-                api_process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                api_process.kill()
-        psql(SERVER_URL, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down([api_process] if api_process else [], database, work)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import json
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ import time
 BIN, OUTPUT = sys.argv[1], sys.argv[2]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts", "lib"))
-from harness import SERVER_URL, SERVICE_USER, Harness, answers, as_service_user, database_url, free_port, psql  # noqa: E402
+from harness import SERVER_URL, SERVICE_USER, Harness, answers, as_service_user, database_url, free_port, psql, tear_down  # noqa: E402
 
 harness = Harness("browser-test", 180)  # the whole test stops by itself
 fail, wait_until = harness.fail, harness.wait_until
@@ -234,15 +233,7 @@ def main():
     finally:
         if browser:
             browser.close()
-        for process in processes:
-            process.send_signal(signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        psql(SERVER_URL, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-        shutil.rmtree(work, ignore_errors=True)
+        tear_down(processes, database, work)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """What the Python test stages share (the browser test, the API spec test): free ports, running the executables as
 the unprivileged service user (as root), psql, waiting with a deadline, a fresh database on the test cluster."""
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -63,3 +65,16 @@ def answers(port, path):
             return reply.status == 200
     except OSError:
         return False
+
+
+def tear_down(processes, database, work):
+    """Stops the processes (SIGTERM, then SIGKILL after 10 s), drops the test database, removes the folder."""
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    psql(SERVER_URL, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+    shutil.rmtree(work, ignore_errors=True)
