@@ -63,7 +63,7 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
 
     /// Writes the requests as new streams (on the event loop); false when the connection has ended (nothing was
     /// taken). After GOAWAY they come back unanswered.
-    public func send(_ requests: [HTTP2Request], authority: String) -> Bool {
+    public func send(_ requests: [HTTP2Request]) -> Bool {
         guard let context, !finished else { return false }
         guard !goingAway else {
             report(.unanswered(requests, "the connection is going away"))
@@ -76,15 +76,12 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
             let streamID = HTTP2StreamID(nextStreamID)
             nextStreamID += 2
             streams[streamID] = Stream(request: request, deadline: deadline)
-            var headers: HPACKHeaders = [":method": "POST", ":scheme": "https", ":path": "", ":authority": authority]
-            headers.replaceOrAdd(name: ":path", value: request.headers.first(name: ":path") ?? "/")
-            for (name, value, _) in request.headers where name != ":path" { headers.add(name: name, value: value) }
             let promise = context.eventLoop.makePromise(of: Void.self)
             let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
             promise.futureResult.whenFailure { error in
                 loopBound.value.abandon(streamID, because: "not written: \(error)")
             }
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers)))), promise: nil)
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
                 promise: promise

@@ -11,6 +11,7 @@ import Support
 /// One request to send on an HTTP/2 connection.
 public struct HTTP2Request: Sendable {
     public var notification: QueuedNotification
+    /// The whole header block as written: pseudo-headers first (see ``headerBlock(_:authority:bearer:)``).
     public var headers: HPACKHeaders
     public var body: ByteBuffer
     /// The provider token's generation (0 with certificate authentication).
@@ -21,5 +22,26 @@ public struct HTTP2Request: Sendable {
         self.headers = headers
         self.body = body
         self.tokenGeneration = tokenGeneration
+    }
+
+    /// Headers whose value is new on every request: kept out of HPACK's dynamic table. Indexed, each would evict
+    /// what repeats (the 4 KB table holds about twenty paths), so the provider token, topic and push type would be
+    /// encoded in full again and again instead of as one index byte — on both ends of the connection.
+    static let unique: Set<String> = [":path", "apns-id", "apns-expiration"]
+
+    /// The header block of `notification`'s request: `:method`, `:scheme`, `:path`, `:authority`, the apns headers,
+    /// and `authorization` when a provider token is given.
+    public static func headerBlock(_ notification: HTTP2Notification, authority: String, bearer: String?) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(notification.headers.count + 5)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":path", value: notification.path, indexing: .nonIndexable)
+        headers.add(name: ":authority", value: authority)
+        for (name, value) in notification.headers {
+            headers.add(name: name, value: value, indexing: unique.contains(name) ? .nonIndexable : .indexable)
+        }
+        if let bearer { headers.add(name: "authorization", value: "bearer " + bearer) }
+        return headers
     }
 }

@@ -179,6 +179,7 @@ final class Bench: Sendable {
             for process in processes { process.waitUntilExit() }
         }
         let start = ContinuousClock.now
+        let cpuBefore = (daemons: processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +), bench: Self.ownCPUSeconds())
         var peakRSS = 0
         var samples: [Int] = []
         // Progress comes from the simulator (in this process): counting pending rows in PostgreSQL every 50 ms took
@@ -197,6 +198,14 @@ final class Bench: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         let wall = ContinuousClock.now - start
+        // CPU per row: the daemons', and this process's (the simulator, and the delaying proxy with --rtt-ms).
+        let daemonCPU = processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +) - cpuBefore.daemons
+        let benchCPU = Self.ownCPUSeconds() - cpuBefore.bench
+        let cpu = String(
+            format: "CPU per row: daemon %.0f µs, simulator %.0f µs",
+            daemonCPU / Double(rows) * 1e6,
+            benchCPU / Double(rows) * 1e6
+        )
         let span = try await double(
             "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM push_queue WHERE message_id > \(firstID)"
         )
@@ -221,7 +230,7 @@ final class Bench: Sendable {
             Figure(
                 name: "queue drain, \(transport == .http2 ? "HTTP/2" : "binary"), \(label)",
                 value:
-                    "\(Int(rate)) rows/s (\(rows) rows in \(String(format: "%.2f", span)) s; \(String(format: "%.2f", wall.seconds)) s with start-up)",
+                    "\(Int(rate)) rows/s (\(rows) rows in \(String(format: "%.2f", span)) s; \(String(format: "%.2f", wall.seconds)) s with start-up; \(cpu))",
                 target: daemons == 1 ? (transport == .http2 ? "≥ 20,000 / s" : "≥ 50,000 / s") : "higher than one, no row sent twice",
                 met: daemons == 1 ? rate >= target : oneDaemonRate.map { rate > $0 && duplicates == 0 }
             ),
@@ -242,7 +251,7 @@ final class Bench: Sendable {
             figures = [
                 Figure(
                     name: "  (\(summary))",
-                    value: "\(Int(rate)) rows/s, \(duplicates) sent twice, \(String(format: "%.2f", rate / raw)) of a raw UPDATE",
+                    value: "\(Int(rate)) rows/s, \(duplicates) sent twice, \(String(format: "%.2f", rate / raw)) of a raw UPDATE; \(cpu)",
                     target: "-",
                     met: nil
                 )
@@ -344,6 +353,25 @@ final class Bench: Sendable {
         try await Database.withConnection(url: server, applicationName: "pushchat-bench", logger: logger) { connection in
             try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
         }
+    }
+
+    /// User and system CPU time a process has used, in seconds (Linux; 0 once it is gone).
+    static func cpuSeconds(of pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return 0 }
+        // After "pid (comm)": state is field 3, utime and stime are fields 14 and 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// This process's user and system CPU time, in seconds.
+    static func ownCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     /// Resident memory of a process in kB (Linux).

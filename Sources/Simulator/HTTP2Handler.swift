@@ -190,7 +190,7 @@ final class HTTP2Handler: ChannelInboundHandler {
 
     private func respond(_ answer: HTTP2FaultState.Answer, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         var headers: HPACKHeaders = [":status": "\(answer.status)"]
-        if let apnsID = answer.apnsID { headers.add(name: "apns-id", value: apnsID.uuidString.lowercased()) }
+        if let apnsID = answer.apnsID { headers.add(name: "apns-id", value: apnsID.uuidString.lowercased(), indexing: .nonIndexable) }
         guard let reason = answer.reason else {
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: true)))),

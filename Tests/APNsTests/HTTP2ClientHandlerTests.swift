@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOEmbedded
 import NIOHPACK
@@ -11,11 +12,13 @@ import Testing
 @Suite struct HTTP2ClientHandlerTests {
     static let token = String(repeating: "ab", count: 32)
 
-    static func request(_ id: Int64) -> HTTP2Request {
-        HTTP2Request(
-            notification: QueuedNotification(messageID: id, deviceToken: token, payload: #"{"aps":{"alert":"hi"}}"#),
-            headers: HPACKHeaders([(":path", "/3/device/\(token)"), ("apns-topic", "com.example.PushChat"), ("apns-id", "x")]),
-            body: ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#),
+    static func request(_ id: Int64, authority: String = "api.push.apple.com") throws -> HTTP2Request {
+        let notification = QueuedNotification(messageID: id, deviceToken: token, payload: #"{"aps":{"alert":"hi"}}"#)
+        let http2 = try HTTP2Notification(notification, topic: "com.example.PushChat", defaultPriority: 10, defaultExpiry: 0, now: Date())
+        return HTTP2Request(
+            notification: notification,
+            headers: HTTP2Request.headerBlock(http2, authority: authority, bearer: nil),
+            body: ByteBuffer(string: notification.payload),
             tokenGeneration: 0
         )
     }
@@ -30,9 +33,46 @@ import Testing
 
     static func read(_ channel: EmbeddedChannel) throws -> HTTP2Frame? { try channel.readOutbound(as: HTTP2Frame.self) }
 
+    @Test func theHeaderBlockStartsWithThePseudoHeadersAndKeepsPerRequestValuesOutOfTheTable() throws {
+        let headers = try Self.request(1).headers
+        #expect(Array(headers.map(\.name).prefix(4)) == [":method", ":scheme", ":path", ":authority"])
+        let indexing = Dictionary(headers.map { ($0.name, $0.indexable) }, uniquingKeysWith: { $1 })
+        #expect(indexing[":path"] == .nonIndexable)
+        #expect(indexing["apns-id"] == .nonIndexable)
+        #expect(indexing["apns-expiration"] == .nonIndexable)
+        #expect(indexing["apns-topic"] == .indexable)
+    }
+
+    /// What repeats on every request (the provider token above all) stays in HPACK's dynamic table over a long run
+    /// of requests to different devices: after the first, each block carries it as an index, not 200 bytes again.
+    @Test func theProviderTokenStaysIndexedAcrossManyDevices() throws {
+        let bearer = String(repeating: "eyJhbGciOiJFUzI1NiJ9.", count: 10)
+        var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+        var sizes: [Int] = []
+        for id in 0..<200 {
+            let token = String(format: "%064x", id)
+            let notification = QueuedNotification(messageID: Int64(id), deviceToken: token, payload: #"{"aps":{}}"#)
+            let http2 = try HTTP2Notification(
+                notification,
+                topic: "com.example.PushChat",
+                defaultPriority: 10,
+                defaultExpiry: 0,
+                now: Date()
+            )
+            var buffer = ByteBuffer()
+            try encoder.encode(headers: HTTP2Request.headerBlock(http2, authority: "api.push.apple.com", bearer: bearer), to: &buffer)
+            sizes.append(buffer.readableBytes)
+        }
+        #expect(sizes[0] > bearer.count / 2, "the first block carries the token")
+        #expect(
+            sizes.dropFirst().allSatisfy { $0 < sizes[0] - bearer.count / 2 },
+            "later blocks index it: \(sizes.max() ?? 0) bytes at most"
+        )
+    }
+
     @Test func aRequestIsOneStreamAndItsAnswerIsReportedPerRead() async throws {
         var (channel, handler, events) = try Self.connection()
-        #expect(handler.send([Self.request(1), Self.request(2)], authority: "api.push.apple.com"))
+        #expect(handler.send([try Self.request(1), try Self.request(2)]))
         for streamID in [1, 3] {
             let headers = try #require(try Self.read(channel))
             #expect(headers.streamID == HTTP2StreamID(streamID))
@@ -69,14 +109,14 @@ import Testing
         )
         guard case .maxStreams(500) = await events.next() else { throw CancellationError() }
 
-        #expect(handler.send([Self.request(1), Self.request(2)], authority: "localhost:2197"))
+        #expect(handler.send([try Self.request(1), try Self.request(2)]))
         // The server processed stream 1 only: stream 3 comes back unanswered, then the connection is going away.
         try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 1, errorCode: .noError, opaqueData: nil)))
         guard case .unanswered(let refused, _) = await events.next() else { throw CancellationError() }
         #expect(refused.map(\.notification.messageID) == [2])
         guard case .goingAway = await events.next() else { throw CancellationError() }
         // After GOAWAY nothing new is written: it comes straight back.
-        #expect(handler.send([Self.request(3)], authority: "localhost:2197"))
+        #expect(handler.send([try Self.request(3)]))
         guard case .unanswered(let late, _) = await events.next() else { throw CancellationError() }
         #expect(late.map(\.notification.messageID) == [3])
 
@@ -86,6 +126,6 @@ import Testing
         #expect(lost.map(\.notification.messageID) == [1])
         guard case .closed = await events.next() else { throw CancellationError() }
         #expect(await events.next() == nil)
-        #expect(!handler.send([Self.request(4)], authority: "localhost:2197"), "a finished connection takes nothing")
+        #expect(!handler.send([try Self.request(4)]), "a finished connection takes nothing")
     }
 }

@@ -100,7 +100,6 @@ struct HTTP2Worker: PushWorker {
         handler: NIOLoopBound<HTTP2ClientHandler>,
         inFlight: Meter
     ) async {
-        let authority = connector.authority
         var idleSince: ContinuousClock.Instant?
         while session.isOpen {
             let wakeGeneration = session.wake.generation
@@ -135,7 +134,7 @@ struct HTTP2Worker: PushWorker {
             let requests = prepare(batch)
             if requests.count < batch.count { session.update { $0.withdraw(batch.count - requests.count) } }
             guard !requests.isEmpty else { continue }
-            let taken = try? await handler.eventLoop.submit { handler.value.send(requests, authority: authority) }.get()
+            let taken = try? await handler.eventLoop.submit { handler.value.send(requests) }.get()
             if taken != true {
                 session.update { $0.notTaken(requests.map(\.notification)) }
             }
@@ -224,8 +223,7 @@ struct HTTP2Worker: PushWorker {
                 outcomes.failed(notification, status: "invalid", reason: error.description, kind: "unencodable")
                 continue
             }
-            var headers = HPACKHeaders([(":path", request.path)] + request.headers)
-            if let token { headers.add(name: "authorization", value: "bearer " + token.token) }
+            let headers = HTTP2Request.headerBlock(request, authority: connector.authority, bearer: token?.token)
             if logger.logLevel <= .debug {
                 logger.debug(
                     "Sending message \(notification.messageID) to \(notification.deviceToken)",
