@@ -57,7 +57,7 @@ let package = Package(
     ],
     targets: [
         // Libraries, lowest first (docs/ARCHITECTURE.md says what each may import).
-        .target(name: "Support", dependencies: [nioConcurrencyHelpers], swiftSettings: swiftSettings),
+        .target(name: "Support", dependencies: [nioConcurrencyHelpers, nioCore, nioPosix], swiftSettings: swiftSettings),
         .target(
             name: "Observability",
             dependencies: ["Support", logging, metrics, prometheus, hummingbird, nioConcurrencyHelpers],

@@ -132,11 +132,12 @@ extension Bench {
             duration: .seconds(Int64(minutes * 60)),
             interval: .nanoseconds(Int64(1_000_000_000 * connections / max(rate, 1)))
         )
-        // Each connection is a room of 10 devices: they join (again), then send; one request in 5 is a join.
+        // Each connection is a room of 10 devices: all join first, then each in turn sends a message, and every fifth
+        // round each joins again (one request in 5 is a join).
         let result = try await generator.run(path: "/api.php") { connection, index in
             let member = index % 10
             let udid = String(format: "%08x%032x", connection, member)
-            if index % 5 == 0 {
+            if index < 10 || (index / 10) % 5 == 0 {
                 let token = String(format: "%032x%032x", connection, member)
                 return "cmd=join&udid=\(udid)&token=\(token)&name=Soak\(member)&code=soak\(connection)"
             }

@@ -167,14 +167,17 @@ public final class PushService: Service, Sendable {
         }
     }
 
-    /// Samples the queue's depth and the age of its oldest row for the metrics.
+    /// Samples the queue's depth and the age of its oldest row for the metrics: every second, or less often when
+    /// counting is slow (it visits every pending index entry, and an open snapshot keeps dead ones there), so the
+    /// sampling never takes more than a twentieth of a database connection's time.
     static func sampleQueue(_ context: WorkerContext) async {
         while !Task.isCancelled {
+            let start = ContinuousClock.now
             if let (count, age) = try? await context.queue.depth() {
                 context.metrics.queueDepth.set(count)
                 context.metrics.oldestPendingAge.set(age)
             }
-            try? await Task.sleep(for: max(context.pollInterval, .seconds(1)))
+            try? await Task.sleep(for: max(context.pollInterval, .seconds(1), start.duration(to: .now) * 20))
         }
     }
 

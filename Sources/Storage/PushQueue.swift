@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 import Settings
 import Support
+import Synchronization
 
 /// The push daemon's statements on `push_queue` and `invalid_tokens`: claim a batch under a lease, mark a batch
 /// sent or failed, give rows back, renew leases, and return rows whose daemon died. One statement per batch.
@@ -43,12 +44,22 @@ public struct PushQueue: Sendable {
     public let instance: String
     let lease: Duration
     let logger: Logger
+    /// Where this daemon's next claim starts (shared by its connections).
+    let cursor: CursorBox
 
-    public init(client: PostgresClient, instance: String, lease: Duration, logger: Logger) {
+    /// Holds the daemon's ``ClaimCursor``.
+    final class CursorBox: Sendable {
+        let value: Mutex<ClaimCursor>
+        init(_ cursor: ClaimCursor) { value = Mutex(cursor) }
+    }
+
+    /// `rescan`: how long a backlog may be claimed past rows behind the cursor (see ``ClaimCursor``).
+    public init(client: PostgresClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
         self.client = client
         self.instance = instance
         self.lease = lease
         self.logger = logger
+        self.cursor = CursorBox(ClaimCursor(rescan: rescan))
     }
 
     var leaseSeconds: Double { lease.seconds }
@@ -66,15 +77,17 @@ public struct PushQueue: Sendable {
         return (0, 0)
     }
 
-    /// Claims up to `limit` pending, unclaimed rows, oldest first.
+    /// Claims up to `limit` pending, unclaimed rows, oldest first (from the cursor while a backlog drains).
     public func claim(limit: Int) async throws -> [QueuedNotification] {
+        let now = ContinuousClock.now
+        let after = cursor.value.withLock { $0.start(now: now) }
         let rows = try await client.query(
             """
             UPDATE push_queue q
             SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
             FROM (
                 SELECT message_id FROM push_queue
-                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL
+                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND message_id > \(after)
                 ORDER BY message_id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
             ) c
@@ -102,6 +115,7 @@ public struct PushQueue: Sendable {
             )
         }
         claimed.sort { $0.messageID < $1.messageID }
+        cursor.value.withLock { $0.claimed(count: claimed.count, limit: limit, newest: claimed.last?.messageID) }
         return claimed
     }
 
@@ -134,6 +148,7 @@ public struct PushQueue: Sendable {
             "UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL",
             logger: logger
         )
+        cursor.value.withLock { $0.rewind() }
     }
 
     /// A row to try again later, with the answer that made it wait.
@@ -193,6 +208,7 @@ public struct PushQueue: Sendable {
         )
         var count = 0
         for try await _ in rows { count += 1 }
+        if count > 0 { cursor.value.withLock { $0.rewind() } }
         return count
     }
 

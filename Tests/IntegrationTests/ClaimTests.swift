@@ -1,0 +1,88 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import Settings
+@testable import Storage
+
+/// The push daemon's claims against PostgreSQL: a backlog claimed from a cursor, and every row that becomes
+/// claimable behind it (given back, returned by someone else, an open snapshot's neighbour) still found.
+@Suite struct ClaimTests {
+    /// `body` gets a queue of `rows` pending rows with a running pool.
+    static func withQueue(
+        rows: Int,
+        rescan: Duration = .seconds(1),
+        _ body: @Sendable (PushQueue, DatabaseURL) async throws -> Void
+    )
+        async throws
+    {
+        try await TestDatabase.withFreshDatabase { url in
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    "INSERT INTO push_queue (device_token, payload) SELECT repeat('a', 64), '{}' FROM generate_series(1, \(rows))",
+                    logger: TestDatabase.logger
+                )
+            }
+            let client = Database.makeClient(url: url, applicationName: "claim-test", logger: TestDatabase.logger)
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { await client.run() }
+                let queue = PushQueue(client: client, instance: "test:1", lease: .seconds(30), rescan: rescan, logger: TestDatabase.logger)
+                try await body(queue, url)
+                group.cancelAll()
+            }
+        }
+    }
+
+    static func ids(_ queue: PushQueue, _ limit: Int) async throws -> [Int64] {
+        try await queue.claim(limit: limit).map(\.messageID)
+    }
+
+    /// Another session makes a row claimable again (as `queue retry-failed` or an expired lease would).
+    static func free(_ id: Int64, url: DatabaseURL) async throws {
+        try await TestDatabase.withConnection(url) { connection in
+            try await connection.query("UPDATE push_queue SET claimed_until = NULL WHERE message_id = \(id)", logger: TestDatabase.logger)
+        }
+    }
+
+    @Test func aBacklogIsClaimedInOrderAndRowsGivenBackComeFirstAgain() async throws {
+        try await Self.withQueue(rows: 10) { queue, _ in
+            #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])
+            #expect(try await Self.ids(queue, 4) == [5, 6, 7, 8])
+            try await queue.release([2, 3])
+            #expect(try await Self.ids(queue, 4) == [2, 3, 9, 10], "given back: the next claim starts from the start")
+        }
+    }
+
+    @Test func aRowFreedBehindTheCursorIsFoundAtTheEndOfTheQueue() async throws {
+        try await Self.withQueue(rows: 10, rescan: .seconds(60)) { queue, url in
+            #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])
+            try await Self.free(3, url: url)
+            #expect(try await Self.ids(queue, 4) == [5, 6, 7, 8], "a backlog goes on from the cursor")
+            #expect(try await Self.ids(queue, 4) == [9, 10], "the end of the queue")
+            #expect(try await Self.ids(queue, 4) == [3], "then a claim from the start finds what was freed behind")
+        }
+    }
+
+    @Test func aRowFreedBehindTheCursorWaitsAtMostTheRescanIntervalInABacklog() async throws {
+        try await Self.withQueue(rows: 40, rescan: .milliseconds(300)) { queue, url in
+            #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])
+            try await Self.free(2, url: url)
+            try await Task.sleep(for: .milliseconds(350))
+            #expect(try await Self.ids(queue, 4) == [2, 5, 6, 7])
+        }
+    }
+
+    @Test func expiredLeasesReturnedToTheQueueAreClaimedNext() async throws {
+        try await Self.withQueue(rows: 10, rescan: .seconds(60)) { queue, url in
+            #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    "UPDATE push_queue SET claimed_until = now() - interval '1 second' WHERE message_id = 1",
+                    logger: TestDatabase.logger
+                )
+            }
+            #expect(try await queue.reclaimExpired() == 1)
+            #expect(try await Self.ids(queue, 4) == [1, 5, 6, 7])
+        }
+    }
+}
