@@ -47,7 +47,9 @@ extension Bench {
     /// Three drains of `rows` back to back (each round's rows queued behind the last, nothing vacuumed in between),
     /// then the same with a snapshot held open (unless `--hold-snapshot` holds one for the whole run already).
     func rounds(rows: Int, alreadyHeld: Bool) async throws -> [Figure] {
-        func three(_ label: String) async throws -> (figures: [Figure], rates: [Double]) {
+        // The issue's targets: without a snapshot the third round keeps 90% of the first; with one, the rounds keep
+        // 80% of the rate without (the line after), whatever their own trend.
+        func three(_ label: String, target: Bool) async throws -> (figures: [Figure], rates: [Double]) {
             var rates: [Double] = []
             try await query("TRUNCATE push_queue")
             try await query("VACUUM ANALYZE push_queue")
@@ -63,21 +65,21 @@ extension Bench {
                         name: "three drains of \(rows) rows back to back, binary\(label)",
                         value: rates.map { "\(Int($0))" }.joined(separator: ", ")
                             + " rows/s; third/first \(String(format: "%.2f", third)); \(dead) dead row versions",
-                        target: "third ≥ 0.90 of first",
-                        met: third >= 0.9
+                        target: target ? "third ≥ 0.90 of first" : "-",
+                        met: target ? third >= 0.9 : nil
                     )
                 ],
                 rates
             )
         }
         var figures: [Figure] = []
-        let plain = try await three(alreadyHeld ? " (a session idle in REPEATABLE READ)" : "")
+        let plain = try await three(alreadyHeld ? " (a session idle in REPEATABLE READ)" : "", target: !alreadyHeld)
         figures += plain.figures
         guard !alreadyHeld else { return figures }
         let snapshot = try await holdSnapshot()
         let held: (figures: [Figure], rates: [Double])
         do {
-            held = try await three(" (a session idle in REPEATABLE READ)")
+            held = try await three(" (a session idle in REPEATABLE READ)", target: false)
         } catch {
             await snapshot.release()
             throw error

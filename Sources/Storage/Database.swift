@@ -61,6 +61,7 @@ extension DatabaseURL {
         }
         configuration.options.additionalStartupParameters = sessionParameters(applicationName: applicationName)
         configuration.options.connectTimeout = .seconds(5)
+        configuration.options.keepAliveBehavior = nil
         return configuration
     }
 
