@@ -106,7 +106,20 @@ struct BenchCommand: AsyncParsableCommand {
                 // The default: up to 4 connections, each opened while the open ones' streams are saturated.
                 results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, connections: 4).figures
                 let oneConnection = "HTTP/2 over one connection (apns_connections=1)"
-                results += try await bench.drain(rows: rows, daemons: 1, transport: .http2, summary: oneConnection).figures
+                let one = try await bench.drain(rows: rows, daemons: 1, transport: .http2, summary: oneConnection)
+                results += one.figures
+                if rttMilliseconds > 0 {
+                    // One connection carries at most MAX_CONCURRENT_STREAMS requests per round trip.
+                    let bound = Double(SimulatorConfiguration.HTTP2Options().maxConcurrentStreams) * 1000 / Double(rttMilliseconds)
+                    results.append(
+                        .init(
+                            name: "  one connection / its streams per round trip",
+                            value: String(format: "%.2f (%d rows/s of %d)", one.rate / bound, Int(one.rate), Int(bound)),
+                            target: "≥ 0.80",
+                            met: one.rate / bound >= 0.8
+                        )
+                    )
+                }
             }
             if groups.contains("memory") {
                 results += try await bench.drain(
