@@ -78,6 +78,11 @@ public struct PushQueue: Sendable {
     }
 
     /// Claims up to `limit` pending, unclaimed rows, oldest first (from the cursor while a backlog drains).
+    ///
+    /// The rows are locked (`SKIP LOCKED`: another daemon's claim in progress is passed over, not waited for) and
+    /// updated by their row address (`ctid`, a TID scan: no second index lookup per row). Held by this statement's
+    /// lock, a locked row cannot move before the update; one that another session changed after this statement's
+    /// snapshot is not updated and stays pending for the next claim.
     public func claim(limit: Int) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let after = cursor.value.withLock { $0.start(now: now) }
@@ -85,13 +90,12 @@ public struct PushQueue: Sendable {
             """
             UPDATE push_queue q
             SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
-            FROM (
-                SELECT message_id FROM push_queue
+            WHERE q.ctid = ANY(ARRAY(
+                SELECT ctid FROM push_queue
                 WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND message_id > \(after)
                 ORDER BY message_id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
-            ) c
-            WHERE q.message_id = c.message_id
+            ))
             RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.topic, q.time_queued
             """,
             logger: logger

@@ -85,4 +85,45 @@ import Testing
             #expect(try await Self.ids(queue, 4) == [1, 5, 6, 7])
         }
     }
+
+    /// Daemons claiming at once share a backlog: every row is claimed once, by exactly one of them.
+    @Test func concurrentClaimsNeverTakeARowTwice() async throws {
+        try await Self.withQueue(rows: 3000) { first, url in
+            let queues =
+                [first]
+                + (2...4).map { PushQueue(client: first.client, instance: "test:\($0)", lease: .seconds(30), logger: TestDatabase.logger) }
+            var claimed = try await withThrowingTaskGroup(of: [Int64].self) { group in
+                for queue in queues {
+                    group.addTask {
+                        var mine: [Int64] = []
+                        while case let batch = try await Self.ids(queue, 50), !batch.isEmpty { mine += batch }
+                        return mine
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            claimed += try await Self.ids(first, 3000)
+            #expect(claimed.count == 3000)
+            #expect(Set(claimed) == Set(1...3000))
+            let reclaimed: Int64 = try await TestDatabase.scalar(
+                url,
+                "SELECT count(*) FROM push_queue WHERE attempts <> 1 OR claimed_until IS NULL"
+            )
+            #expect(reclaimed == 0)
+        }
+    }
+
+    /// A row another session holds locked (a claim in progress, a psql `SELECT … FOR UPDATE`) is passed over, not
+    /// waited for, and claimed once the lock is gone.
+    @Test(.timeLimit(.minutes(1))) func aLockedRowIsSkippedNotWaitedFor() async throws {
+        try await Self.withQueue(rows: 5, rescan: .seconds(60)) { queue, url in
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query("BEGIN", logger: TestDatabase.logger)
+                try await connection.query("SELECT 1 FROM push_queue WHERE message_id = 2 FOR UPDATE", logger: TestDatabase.logger)
+                #expect(try await Self.ids(queue, 10) == [1, 3, 4, 5])
+                try await connection.query("COMMIT", logger: TestDatabase.logger)
+            }
+            #expect(try await Self.ids(queue, 10) == [2])
+        }
+    }
 }
