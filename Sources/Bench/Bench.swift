@@ -174,10 +174,11 @@ final class Bench: Sendable {
         let acceptedBefore = simulator.state.counters.accepted
         let daemonEnvironment = ["PUSHCHAT_APNS_TRANSPORT": transport.rawValue, "PUSHCHAT_APNS_CONNECTIONS": "\(connections)"]
         let processes = try (0..<daemons).map { _ in try startDaemon(extra: daemonEnvironment) }
-        defer {
+        func stopDaemons() {
             for process in processes where process.isRunning { process.terminate() }
             for process in processes { process.waitUntilExit() }
         }
+        defer { stopDaemons() }
         let start = ContinuousClock.now
         let cpuBefore = (daemons: processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +), bench: Self.ownCPUSeconds())
         var peakRSS = 0
@@ -219,8 +220,7 @@ final class Bench: Sendable {
         // The same rows through one raw UPDATE, as a yardstick for this machine in this run, with the daemons
         // stopped: running, they would claim the rows the first UPDATE makes pending again and compete with (or
         // deadlock against) the second.
-        for process in processes where process.isRunning { process.terminate() }
-        for process in processes { process.waitUntilExit() }
+        stopDaemons()
         // The median of three (a single UPDATE varied 95,000–180,000 rows/s within one run: autovacuum and
         // checkpoints come and go beside it).
         var rawRates: [Double] = []

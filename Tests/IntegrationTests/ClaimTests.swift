@@ -105,11 +105,11 @@ import Testing
             claimed += try await Self.ids(first, 3000)
             #expect(claimed.count == 3000)
             #expect(Set(claimed) == Set(1...3000))
-            let reclaimed: Int64 = try await TestDatabase.scalar(
+            let notClaimedOnce: Int64 = try await TestDatabase.scalar(
                 url,
                 "SELECT count(*) FROM push_queue WHERE attempts <> 1 OR claimed_until IS NULL"
             )
-            #expect(reclaimed == 0)
+            #expect(notClaimedOnce == 0)
         }
     }
 
