@@ -144,9 +144,15 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         answers.append(HTTP2Answer(request: stream.request, result: HTTP2Result(status: stream.status, body: stream.body)))
+        // A read can carry a whole window of answers: handed over in pieces, the first streams are reused while
+        // the rest are still being decoded.
+        if answers.count >= Self.answersPerReport { report() }
     }
 
-    /// Hands the worker the answers gathered so far, then `event`: one wake-up per read, not per stream.
+    /// The most answers gathered before the worker hears of them (else: at the end of each read).
+    static let answersPerReport = 64
+
+    /// Hands the worker the answers gathered so far, then `event`: one wake-up per read (or 64 answers), not per stream.
     private func report(_ event: HTTP2Event? = nil) {
         if !answers.isEmpty {
             events.yield(.answered(answers))

@@ -102,6 +102,29 @@ import Testing
         _ = try channel.finish()
     }
 
+    /// A read carrying a whole window of answers is handed on in pieces, so the worker reuses the first streams
+    /// while the rest are decoded (one report per read made the window travel as one cohort at a distance).
+    @Test func aReadOfManyAnswersIsReportedInPiecesOf64() async throws {
+        var (channel, handler, events) = try Self.connection()
+        #expect(handler.send(try (1...200).map { try Self.request(Int64($0)) }))
+        for id in 0..<200 {
+            channel.pipeline.fireChannelRead(
+                NIOAny(
+                    HTTP2Frame(streamID: HTTP2StreamID(2 * id + 1), payload: .headers(.init(headers: [":status": "200"], endStream: true)))
+                )
+            )
+        }
+        channel.pipeline.fireChannelReadComplete()
+        var pieces: [[Int64]] = []
+        while pieces.joined().count < 200 {
+            guard case .answered(let answers) = await events.next() else { throw CancellationError() }
+            pieces.append(answers.map(\.request.notification.messageID))
+        }
+        #expect(pieces.map(\.count) == [64, 64, 64, 8], "64 at a time, the rest at the end of the read")
+        #expect(pieces.joined().elementsEqual(1...200))
+        _ = try channel.finish()
+    }
+
     @Test func settingsGoAwayAndTheEndOfTheConnectionAreReported() async throws {
         var (channel, handler, events) = try Self.connection()
         try channel.writeInbound(

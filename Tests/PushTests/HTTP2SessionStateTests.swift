@@ -9,20 +9,43 @@ import Testing
         ids.map { QueuedNotification(messageID: $0, deviceToken: String(repeating: "ab", count: 32), payload: "{}") }
     }
 
-    @Test func oneStreamUntilTheServerSaysMoreThenRetriesFirstInQuarterBatches() {
+    @Test func oneStreamUntilTheServerSaysMoreThenRetriesFirstOnceAnEighthIsFree() {
         var state = HTTP2Session.State(retry: Self.rows(1...2))
-        state.ready = Self.rows(3...20)
+        state.ready = Self.rows(3...40)
         #expect(state.nextBatch(batchSize: 100).map(\.messageID) == [1], "one stream before SETTINGS")
         #expect(state.nextBatch(batchSize: 100).isEmpty, "the one stream is busy")
-        #expect(state.allow(maxStreams: 1000, window: 8) == 8, "never above push_window")
-        // 7 free of 8 and a retry waits: it goes at once, with claimed rows behind it.
-        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == [2, 3, 4, 5, 6, 7, 8])
-        #expect(state.inFlight == 8)
+        #expect(state.allow(maxStreams: 1000, window: 16) == 16, "never above push_window")
+        // 15 free of 16 and a retry waits: it goes at once, with claimed rows behind it.
+        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == Array(2...16))
+        #expect(state.inFlight == 16)
         state.answered(1)
-        #expect(state.nextBatch(batchSize: 100).isEmpty, "1 free stream is less than a quarter (2) of 8")
+        #expect(state.nextBatch(batchSize: 100).isEmpty, "1 free stream is less than an eighth (2) of 16")
         state.answered(1)
-        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == [9, 10])
+        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == [17, 18])
         #expect(state.answered == 2)
+    }
+
+    @Test func aLargeWindowIsWrittenInPiecesOfAnEighth() {
+        var state = HTTP2Session.State()
+        _ = state.allow(maxStreams: 1000, window: 1000)
+        state.ready = Self.rows(1...2000)
+        var pieces: [[Int64]] = []
+        while case let piece = state.nextBatch(batchSize: 2000), !piece.isEmpty { pieces.append(piece.map(\.messageID)) }
+        #expect(pieces.map(\.count) == Array(repeating: 125, count: 8), "the window in eight pieces, not one batch")
+        #expect(pieces.joined().elementsEqual(1...1000), "in order")
+        state.answered(124)
+        #expect(state.nextBatch(batchSize: 2000).isEmpty, "124 free streams are less than an eighth")
+        state.answered(1)
+        #expect(state.nextBatch(batchSize: 2000).map(\.messageID) == Array(1001...1125))
+    }
+
+    @Test func aSmallerWindowGoesInPiecesOfAtLeast64() {
+        var state = HTTP2Session.State()
+        _ = state.allow(maxStreams: 100, window: 100)
+        state.ready = Self.rows(1...300)
+        #expect(state.nextBatch(batchSize: 2000).count == 64, "an eighth would be 12: pieces of 64")
+        #expect(state.nextBatch(batchSize: 2000).count == 36)
+        #expect(state.nextBatch(batchSize: 2000).isEmpty)
     }
 
     @Test func unansweredRowsAreSentAgainBeforeNewOnes() {

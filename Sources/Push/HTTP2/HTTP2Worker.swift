@@ -298,8 +298,9 @@ struct HTTP2Worker: PushWorker {
     ) {
         let (request, result) = (answer.request, answer.result)
         let notification = request.notification
-        let metadata: Logger.Metadata = ["push.message_id": "\(notification.messageID)", "apns.status": "\(result.status)"]
-        let reason = result.reason ?? "HTTP \(result.status)"
+        // Built only for the answers that are logged (not for each of the many accepted).
+        var metadata: Logger.Metadata { ["push.message_id": "\(notification.messageID)", "apns.status": "\(result.status)"] }
+        var reason: String { result.reason ?? "HTTP \(result.status)" }
         switch result.verdict {
         case .sent:
             sent.append(notification)
