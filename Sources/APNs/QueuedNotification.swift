@@ -8,19 +8,38 @@ public struct QueuedNotification: Sendable, Equatable {
     public let messageID: Int64
     public let deviceToken: String
     public let payload: String
-    /// The row's own priority and expiration, when set (else the daemon's defaults).
-    public let priority: Int?
-    public let expiration: Date?
-    /// HTTP/2 only: the row's `apns-collapse-id` and `apns-push-type` (default `alert`).
-    public let collapseID: String?
-    public let pushType: String?
-    /// HTTP/2 only: the row's `apns-topic` (default: the daemon's `apns_topic`, suffixed as the push type needs).
-    public let topic: String?
     /// When it was queued: rows without their own expiration expire `apns_expiry` seconds after this, the same
     /// instant on every attempt.
     public let queuedAt: Date?
     /// Times this daemon retried it after a processing error (binary status 1 or 255).
     public var retries = 0
+    /// What few rows set, behind one reference (nil for most): a binary window holds `push_window` of these, so
+    /// each inline byte counts.
+    private let options: Options?
+
+    private struct Fields: Sendable, Equatable {
+        var priority: Int?
+        var expiration: Date?
+        var collapseID: String?
+        var pushType: String?
+        var topic: String?
+    }
+
+    private indirect enum Options: Sendable, Equatable { case fields(Fields) }
+
+    private var fields: Fields? {
+        guard case .fields(let fields) = options else { return nil }
+        return fields
+    }
+
+    /// The row's own priority and expiration, when set (else the daemon's defaults).
+    public var priority: Int? { fields?.priority }
+    public var expiration: Date? { fields?.expiration }
+    /// HTTP/2 only: the row's `apns-collapse-id` and `apns-push-type` (default `alert`).
+    public var collapseID: String? { fields?.collapseID }
+    public var pushType: String? { fields?.pushType }
+    /// HTTP/2 only: the row's `apns-topic` (default: the daemon's `apns_topic`, suffixed as the push type needs).
+    public var topic: String? { fields?.topic }
 
     public init(
         messageID: Int64,
@@ -33,15 +52,12 @@ public struct QueuedNotification: Sendable, Equatable {
         topic: String? = nil,
         queuedAt: Date? = nil
     ) {
-        self.topic = topic
         self.messageID = messageID
         self.deviceToken = deviceToken
         self.payload = payload
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.pushType = pushType
         self.queuedAt = queuedAt
+        let fields = Fields(priority: priority, expiration: expiration, collapseID: collapseID, pushType: pushType, topic: topic)
+        options = fields == Fields() ? nil : .fields(fields)
     }
 
     /// The expiry APNs gets, in epoch seconds (0: deliver once, do not store): the row's own `expiration`, else

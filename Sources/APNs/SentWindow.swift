@@ -1,3 +1,4 @@
+import NIOCore
 import Settings
 import Support
 
@@ -26,18 +27,19 @@ public struct SentWindow<Item>: Sendable where Item: Sendable {
     }
 
     public let capacity: Int
-    private var entries: [Entry] = []
-    private var head = 0
+    /// Oldest first. A ring: a settled entry (and the row it holds) is released as it leaves, not kept until the
+    /// array is compacted.
+    private var entries = CircularBuffer<Entry>()
 
     public init(capacity: Int) {
         self.capacity = capacity
     }
 
-    public var count: Int { entries.count - head }
-    public var isEmpty: Bool { count == 0 }
+    public var count: Int { entries.count }
+    public var isEmpty: Bool { entries.isEmpty }
     public var freeSpace: Int { max(0, capacity - count) }
     /// When the oldest entry was written.
-    public var oldestWrite: ContinuousClock.Instant? { head < entries.count ? entries[head].writtenAt : nil }
+    public var oldestWrite: ContinuousClock.Instant? { entries.first?.writtenAt }
 
     public mutating func append(_ item: Item, identifier: UInt32, writtenAt: ContinuousClock.Instant) {
         entries.append(Entry(item: item, identifier: identifier, writtenAt: writtenAt))
@@ -45,62 +47,47 @@ public struct SentWindow<Item>: Sendable where Item: Sendable {
 
     /// Moves the write time of the newest `count` entries to `instant` (their write finished only then).
     public mutating func restampLast(_ count: Int, at instant: ContinuousClock.Instant) {
-        let start = max(head, entries.count - count)
-        for index in start..<entries.count {
+        var index = entries.index(entries.endIndex, offsetBy: -min(count, entries.count))
+        while index != entries.endIndex {
             entries[index] = Entry(item: entries[index].item, identifier: entries[index].identifier, writtenAt: instant)
+            entries.formIndex(after: &index)
         }
     }
 
     /// Removes and returns the entries written at or before `instant`, oldest first: accepted.
     public mutating func removeSettled(writtenBefore instant: ContinuousClock.Instant) -> [Item] {
-        var end = head
-        while end < entries.count && entries[end].writtenAt <= instant { end += 1 }
-        let settled = entries[head..<end].map(\.item)
-        head = end
-        compact()
+        var settled: [Item] = []
+        while let first = entries.first, first.writtenAt <= instant {
+            settled.append(entries.removeFirst().item)
+        }
         return settled
     }
 
     /// Settles the whole window according to an error response.
     public mutating func resolve(_ response: BinaryErrorResponse) -> Resolution {
-        let live = entries[head...]
-        defer { removeAll() }
+        defer { entries.removeAll(keepingCapacity: true) }
         var resolution = Resolution()
-        guard let index = live.lastIndex(where: { $0.identifier == response.identifier }) else {
+        guard let index = entries.lastIndex(where: { $0.identifier == response.identifier }) else {
             // Not (or no longer) in the window: nothing is known about the rest, so all of it goes again.
-            resolution.resend = live.map(\.item)
+            resolution.resend = entries.map(\.item)
             return resolution
         }
         if response.status == .shutdown || response.status == .noErrors {
-            resolution.accepted = live[...index].map(\.item)
+            resolution.accepted = entries[...index].map(\.item)
         } else {
-            resolution.accepted = live[..<index].map(\.item)
-            resolution.failed = live[index].item
+            resolution.accepted = entries[..<index].map(\.item)
+            resolution.failed = entries[index].item
         }
-        resolution.resend = live[(index + 1)...].map(\.item)
+        resolution.resend = entries[entries.index(after: index)...].map(\.item)
         return resolution
     }
 
     /// Empties the window, returning everything in it (the connection dropped: send again).
     public mutating func removeAllItems() -> [Item] {
-        let items = entries[head...].map(\.item)
-        removeAll()
+        let items = entries.map(\.item)
+        entries.removeAll(keepingCapacity: true)
         return items
     }
 
-    public var items: [Item] { entries[head...].map(\.item) }
-
-    private mutating func removeAll() {
-        entries.removeAll(keepingCapacity: true)
-        head = 0
-    }
-
-    private mutating func compact() {
-        if head == entries.count {
-            removeAll()
-        } else if head > 4096 && head * 2 > entries.count {
-            entries.removeFirst(head)
-            head = 0
-        }
-    }
+    public var items: [Item] { entries.map(\.item) }
 }
