@@ -17,9 +17,10 @@ public struct PushSettings: Sendable {
     public var priority: UInt8 = 10
     /// Rows claimed per statement (`push_batch_size`). Default 2000.
     public var batchSize = 2000
-    /// Notifications in flight per connection, not yet known accepted (`push_window`); bounds memory (about 200 bytes
-    /// each). With the settle time it caps one connection's rate: window / settle per second. Default 50000.
-    public var window = 50_000
+    /// Notifications in flight per connection, not yet known accepted (`push_window`); bounds memory (about 300 bytes
+    /// each with the row). With the settle time it caps one binary connection's rate: window / settle per second
+    /// (200,000/s at the defaults). Default 100000.
+    public var window = 100_000
     /// How long a claim keeps other daemons off a row (`push_lease`); renewed while in flight. Default 30 s.
     /// Rows claimed by a daemon that died are sent again after at most this long.
     public var lease: Duration = .seconds(30)
