@@ -160,10 +160,12 @@ extension Bench {
             }
         )
         let start = ContinuousClock.now
-        // The binary transport: with HTTP/2 (production's default) there is no feedback service to read.
+        // The binary transport: with HTTP/2 (production's default) there is no feedback service to read. Every user
+        // is reported, far more than feedback_max_prune lets one run delete: --force, as an operator would after
+        // checking.
         let job = try startProcess(
             "pushchat-feedback",
-            ["production"],
+            ["production", "--force"],
             extra: ["PUSHCHAT_APNS_TRANSPORT": "binary", "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:\(ports.feedback)"]
         )
         job.waitUntilExit()
