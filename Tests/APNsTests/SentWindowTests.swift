@@ -50,6 +50,33 @@ import Testing
         #expect(resolution.resend == [1, 2, 3])
     }
 
+    /// Written, restamped and settled in turns far past the ring's first capacity (it wraps around many times): the
+    /// order, the restamp of the newest entries only and an error response in the middle all hold.
+    @Test func aWindowThatWrapsAroundKeepsOrderRestampsAndResolves() {
+        var window = SentWindow<UInt32>(capacity: 100)
+        var next: UInt32 = 1
+        var settled: [UInt32] = []
+        for turn in 0..<200 {
+            let written = start + .milliseconds(turn)
+            for _ in 0..<7 {
+                window.append(next, identifier: next, writtenAt: written)
+                next += 1
+            }
+            // The last 3 finished writing a moment later: they settle a turn after the first 4.
+            window.restampLast(3, at: written + .microseconds(500))
+            settled += window.removeSettled(writtenBefore: written)
+        }
+        #expect(settled == Array(1...(next - 4)), "everything but the last 3, in order")
+        #expect(settled.count == 199 * 7 + 4, "each turn settles the previous turn's restamped 3 and its own first 4")
+        #expect(window.count == 3)
+        #expect(window.items == [next - 3, next - 2, next - 1])
+        let resolution = window.resolve(BinaryErrorResponse(status: .invalidToken, identifier: next - 2))
+        #expect(resolution.accepted == [next - 3])
+        #expect(resolution.failed == next - 2)
+        #expect(resolution.resend == [next - 1])
+        #expect(window.isEmpty)
+    }
+
     @Test func afterSettlingOnlyTheRestIsResolved() {
         var window = window([1, 2, 3, 4])
         _ = window.removeSettled(writtenBefore: start + .milliseconds(5))
