@@ -17,29 +17,36 @@ public struct QueuedNotification: Sendable, Equatable {
     /// each inline byte counts.
     private let options: Options?
 
-    private struct Fields: Sendable, Equatable {
-        var priority: Int?
-        var expiration: Date?
-        var collapseID: String?
-        var pushType: String?
-        var topic: String?
-    }
+    /// Immutable, so shared between copies of the row and read field by field (no copy of the whole set per read).
+    private final class Options: Sendable, Equatable {
+        let priority: Int?
+        let expiration: Date?
+        let collapseID: String?
+        let pushType: String?
+        let topic: String?
 
-    private indirect enum Options: Sendable, Equatable { case fields(Fields) }
+        init(priority: Int?, expiration: Date?, collapseID: String?, pushType: String?, topic: String?) {
+            self.priority = priority
+            self.expiration = expiration
+            self.collapseID = collapseID
+            self.pushType = pushType
+            self.topic = topic
+        }
 
-    private var fields: Fields? {
-        guard case .fields(let fields) = options else { return nil }
-        return fields
+        static func == (lhs: Options, rhs: Options) -> Bool {
+            lhs.priority == rhs.priority && lhs.expiration == rhs.expiration && lhs.collapseID == rhs.collapseID
+                && lhs.pushType == rhs.pushType && lhs.topic == rhs.topic
+        }
     }
 
     /// The row's own priority and expiration, when set (else the daemon's defaults).
-    public var priority: Int? { fields?.priority }
-    public var expiration: Date? { fields?.expiration }
+    public var priority: Int? { options?.priority }
+    public var expiration: Date? { options?.expiration }
     /// HTTP/2 only: the row's `apns-collapse-id` and `apns-push-type` (default `alert`).
-    public var collapseID: String? { fields?.collapseID }
-    public var pushType: String? { fields?.pushType }
+    public var collapseID: String? { options?.collapseID }
+    public var pushType: String? { options?.pushType }
     /// HTTP/2 only: the row's `apns-topic` (default: the daemon's `apns_topic`, suffixed as the push type needs).
-    public var topic: String? { fields?.topic }
+    public var topic: String? { options?.topic }
 
     public init(
         messageID: Int64,
@@ -56,8 +63,10 @@ public struct QueuedNotification: Sendable, Equatable {
         self.deviceToken = deviceToken
         self.payload = payload
         self.queuedAt = queuedAt
-        let fields = Fields(priority: priority, expiration: expiration, collapseID: collapseID, pushType: pushType, topic: topic)
-        options = fields == Fields() ? nil : .fields(fields)
+        let none = priority == nil && expiration == nil && collapseID == nil && pushType == nil && topic == nil
+        options =
+            none
+            ? nil : Options(priority: priority, expiration: expiration, collapseID: collapseID, pushType: pushType, topic: topic)
     }
 
     /// The expiry APNs gets, in epoch seconds (0: deliver once, do not store): the row's own `expiration`, else
