@@ -58,9 +58,11 @@ let package = Package(
     targets: [
         // Libraries, lowest first (docs/ARCHITECTURE.md says what each may import).
         .target(name: "Support", dependencies: [nioConcurrencyHelpers, nioCore, nioPosix], swiftSettings: swiftSettings),
+        // The C allocator's statistics (glibc's mallinfo2), for Observability.
+        .target(name: "CAllocator"),
         .target(
             name: "Observability",
-            dependencies: ["Support", logging, metrics, prometheus, hummingbird, nioConcurrencyHelpers],
+            dependencies: ["Support", "CAllocator", logging, metrics, prometheus, hummingbird, nioConcurrencyHelpers],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -99,32 +99,42 @@ extension Bench {
     }
 
     /// `minutes` of steady chat traffic into the API (joins and messages into 10-member rooms, `rate` requests per
-    /// second, limits off) with the daemon draining; the RSS of the API and of the daemon every minute.
+    /// second, limits off) with the daemon draining; every minute the RSS of the API and of the daemon, and what their
+    /// allocator holds in use (their `/metrics`), which tells live growth from memory the allocator keeps.
     func soak(minutes: Int, rate: Int) async throws -> [Figure] {
         progress("soak (\(minutes) min at \(rate) requests/s)")
         try await query("TRUNCATE active_users, push_queue, messages")
         let port = try Self.freePort()
+        let apiMetricsPort = try Self.freePort()
+        let daemonStatusPort = try Self.freePort()
         let api = try startProcess(
             "pushchat-api",
             ["serve", "production"],
-            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)"].merging(Self.noLimits) { $1 }
+            extra: Self.noLimits.merging([
+                "PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_API_METRICS_PORT": "\(apiMetricsPort)",
+            ]) { $1 }
         )
-        let daemon = try startDaemon()
+        let daemon = try startDaemon(extra: ["PUSHCHAT_PUSH_STATUS_PORT": "\(daemonStatusPort)"])
         defer {
             for process in [api, daemon] where process.isRunning { process.terminate() }
             for process in [api, daemon] { process.waitUntilExit() }
         }
         try await Self.waitForPort(port)
-        let samples = NIOLockedValueBox<[(api: Int, daemon: Int)]>([])
+        let samples = NIOLockedValueBox<[SoakSample]>([])
         let sampler = Task {
-            samples.withLockedValue {
-                $0.append((Self.residentMemory(of: api.processIdentifier), Self.residentMemory(of: daemon.processIdentifier)))
-            }
-            for minute in 1...minutes {
-                try await Task.sleep(for: .seconds(60))
-                let sample = (Self.residentMemory(of: api.processIdentifier), Self.residentMemory(of: daemon.processIdentifier))
+            for minute in 0...minutes {
+                if minute > 0 { try await Task.sleep(for: .seconds(60)) }
+                let sample = SoakSample(
+                    api: await Self.memory(of: api.processIdentifier, metricsPort: apiMetricsPort),
+                    daemon: await Self.memory(of: daemon.processIdentifier, metricsPort: daemonStatusPort)
+                )
                 samples.withLockedValue { $0.append(sample) }
-                progress("soak: minute \(minute): API \(sample.0 / 1024) MB, daemon \(sample.1 / 1024) MB")
+                if minute > 0 {
+                    progress(
+                        "soak: minute \(minute): API \(sample.api.rss / 1024) MB (heap in use \(sample.api.inUse / 1024)), "
+                            + "daemon \(sample.daemon.rss / 1024) MB (heap in use \(sample.daemon.inUse / 1024))"
+                    )
+                }
             }
         }
         let connections = 16
@@ -159,8 +169,9 @@ extension Bench {
         // Growth over the last two thirds of the run (the first third is warming up: pools, caches, allocator).
         let from = series.count / 3
         func growth(_ values: [Int]) -> Int { (values.last ?? 0) / 1024 - values[min(from, values.count - 1)] / 1024 }
-        let apiGrowth = growth(series.map(\.api))
-        let daemonGrowth = growth(series.map(\.daemon))
+        func megabytes(_ values: [Int]) -> String { values.map { "\($0 / 1024)" }.joined(separator: " ") }
+        let apiGrowth = growth(series.map(\.api.rss))
+        let daemonGrowth = growth(series.map(\.daemon.rss))
         return [
             Figure(
                 name: "soak: \(minutes) min of chat traffic",
@@ -170,16 +181,45 @@ extension Bench {
             ),
             Figure(
                 name: "  API RSS by minute (MB)",
-                value: series.map { "\($0.api / 1024)" }.joined(separator: " "),
+                value: megabytes(series.map(\.api.rss)),
                 target: "≤ 5 MB growth in the last two thirds",
                 met: apiGrowth <= 5
             ),
+            Figure(name: "  API heap in use by minute (MB)", value: megabytes(series.map(\.api.inUse)), target: "", met: nil),
             Figure(
                 name: "  daemon RSS by minute (MB)",
-                value: series.map { "\($0.daemon / 1024)" }.joined(separator: " "),
+                value: megabytes(series.map(\.daemon.rss)),
                 target: "≤ 5 MB growth in the last two thirds",
                 met: daemonGrowth <= 5
             ),
+            Figure(name: "  daemon heap in use by minute (MB)", value: megabytes(series.map(\.daemon.inUse)), target: "", met: nil),
         ]
+    }
+
+    /// One minute's memory of the API and the daemon, in kB.
+    struct SoakSample: Sendable {
+        var api: Memory
+        var daemon: Memory
+    }
+
+    struct Memory: Sendable {
+        /// Resident set, from /proc.
+        var rss: Int
+        /// What the allocator holds in use, from the process's `/metrics` (0 if it did not answer).
+        var inUse: Int
+    }
+
+    static func memory(of pid: Int32, metricsPort: Int) async -> Memory {
+        let metrics = try? await LoadGenerator(port: metricsPort, connections: 1, duration: .zero).fetch(path: "/metrics")
+        let inUse = metrics.flatMap { Self.sample(named: "pushchat_heap_in_use_bytes", in: $0) } ?? 0
+        return Memory(rss: residentMemory(of: pid), inUse: Int(inUse / 1024))
+    }
+
+    /// The value of an unlabelled sample in Prometheus text.
+    static func sample(named name: String, in exposition: String) -> Double? {
+        for line in exposition.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
     }
 }

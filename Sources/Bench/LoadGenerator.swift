@@ -71,6 +71,25 @@ struct LoadGenerator: Sendable {
         }
     }
 
+    /// `GET path` on a new connection; the body of a 200 answer, nil otherwise.
+    func fetch(path: String) async throws -> String? {
+        try await connect().executeThenClose { inbound, outbound in
+            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
+            head.headers.add(name: "Host", value: "localhost")
+            try await outbound.write(contentsOf: [.head(head), .end(nil)])
+            var status: HTTPResponseStatus?
+            var body = ByteBuffer()
+            for try await part in inbound {
+                switch part {
+                case .head(let response): status = response.status
+                case .body(var bytes): body.writeBuffer(&bytes)
+                case .end: return status == .ok ? String(buffer: body) : nil
+                }
+            }
+            return nil
+        }
+    }
+
     private func connect() async throws -> NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart> {
         try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)

@@ -56,9 +56,16 @@ public final class MetricsRegistry: Sendable {
         Metrics.Timer(label: name, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
     }
 
-    /// The Prometheus text exposition of everything recorded so far.
+    /// The Prometheus text exposition of everything recorded so far, with the process's memory as of now
+    /// (`process_resident_memory_bytes`, `pushchat_heap_in_use_bytes`, `pushchat_heap_retained_bytes`).
     public func exposition() -> [UInt8] {
-        registry.emitToBuffer()
+        let memory = ProcessMemory.now()
+        gauge("process.resident_memory_bytes").record(memory.resident)
+        if memory.allocatorStatistics {
+            gauge("pushchat.heap.in_use_bytes").record(memory.inUse)
+            gauge("pushchat.heap.retained_bytes").record(memory.retained)
+        }
+        return registry.emitToBuffer()
     }
 
     /// The media type of ``exposition()``.
