@@ -152,7 +152,7 @@ let package = Package(
             dependencies: ["APNs", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, crypto],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: swiftSettings),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Settings", postgres], swiftSettings: swiftSettings),
         .testTarget(name: "APITests", dependencies: ["API", nioCore, nioEmbedded, nioHTTP1], swiftSettings: swiftSettings),
         .testTarget(name: "PushTests", dependencies: ["Push", "APNs", "Support"], swiftSettings: swiftSettings),
         .testTarget(name: "SimulatorUnitTests", dependencies: ["Simulator"], swiftSettings: swiftSettings),

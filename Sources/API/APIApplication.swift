@@ -20,7 +20,7 @@ public enum APIApplication {
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
         onMetricsRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
     ) throws(ConfigurationError) -> some ApplicationProtocol {
-        let postgres = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-api", logger: logger)
+        let postgres = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-api", keepOpen: true, logger: logger)
         let resolver = ClientAddressResolver(trustedProxies: configuration.limits.trustedProxies)
         let counter = ConnectionCounter(maximum: configuration.limits.maxConnectionsPerIP)
         let router = Router(context: APIRequestContext.self)

@@ -43,7 +43,12 @@ public struct FeedbackJob: Sendable {
     }
 
     public func run() async throws -> FeedbackReport {
-        let client = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-feedback", logger: logger)
+        let client = Database.makeClient(
+            url: configuration.databaseURL,
+            applicationName: "pushchat-feedback",
+            keepOpen: false,
+            logger: logger
+        )
         return try await withThrowingTaskGroup(of: FeedbackReport?.self) { group in
             group.addTask {
                 await client.run()

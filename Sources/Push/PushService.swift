@@ -58,7 +58,7 @@ public final class PushService: Service, Sendable {
         metrics: MetricsRegistry = MetricsRegistry(),
         onStatusServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
     ) -> [any Service] {
-        let client = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-push", logger: logger)
+        let client = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-push", keepOpen: true, logger: logger)
         let service = PushService(
             configuration: configuration,
             transport: transport,

@@ -123,6 +123,7 @@ public struct Configuration: Sendable {
         databaseURL.statementTimeout =
             try Self.duration(.databaseStatementTimeout, source, zeroMeans: "no limit") ?? databaseURL.statementTimeout
         databaseURL.lockTimeout = try Self.duration(.databaseLockTimeout, source, zeroMeans: "no limit") ?? databaseURL.lockTimeout
+        databaseURL.connections = try Self.integer(.databaseConnections, source, in: 1...1000) ?? databaseURL.connections
     }
 
     /// Loads the configuration for `mode` from `path` (or the default file) and `environment`.
@@ -168,6 +169,22 @@ public struct Configuration: Sendable {
             if let zeroMeans { expected += " (0: \(zeroMeans))" }
             if let maximum { expected += ", at most \(maximum.formatted)" }
             throw invalid(key, source, "expected \(expected), got '\(text)'")
+        }
+        return value
+    }
+
+    static func integer(
+        _ key: ConfigurationKey,
+        _ source: ConfigurationSource,
+        in range: ClosedRange<Int>
+    ) throws(ConfigurationError) -> Int? {
+        guard let text = source.value(key) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw invalid(
+                key,
+                source,
+                "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'"
+            )
         }
         return value
     }

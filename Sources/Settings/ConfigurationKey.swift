@@ -34,6 +34,7 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case apiMetricsPort = "api_metrics_port"
     case databaseStatementTimeout = "database_statement_timeout"
     case databaseLockTimeout = "database_lock_timeout"
+    case databaseConnections = "database_connections"
     case feedbackMaxPrune = "feedback_max_prune"
     case retentionMessages = "retention_messages"
     case retentionTokenlessUsers = "retention_tokenless_users"

@@ -36,6 +36,9 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     public var statementTimeout: Duration = .seconds(30)
     /// Every session's `lock_timeout` (`database_lock_timeout`). Default 10 s; zero: none.
     public var lockTimeout: Duration = .seconds(10)
+    /// The connections of a process's pool (`database_connections`): the API and the push daemon open them all at
+    /// start and keep them, a short job opens them as it needs them. Default 10.
+    public var connections = 10
     /// The Unix-socket directory, when the URL names one.
     public var socketDirectory: String?
 

@@ -44,47 +44,31 @@ public struct PushSettings: Sendable {
     public init() {}
 
     init(source: ConfigurationSource) throws(ConfigurationError) {
-        connections = try Self.integer(.apnsConnections, source, in: 1...64) ?? connections
+        connections = try Configuration.integer(.apnsConnections, source, in: 1...64) ?? connections
         connectionIdle = try Configuration.duration(.apnsConnectionIdle, source) ?? connectionIdle
-        expirySeconds = try Self.integer(.apnsExpiry, source, in: 0...Int(UInt32.max)).map(UInt32.init) ?? expirySeconds
-        if let value = try Self.integer(.apnsPriority, source, in: 5...10) {
+        expirySeconds = try Configuration.integer(.apnsExpiry, source, in: 0...Int(UInt32.max)).map(UInt32.init) ?? expirySeconds
+        if let value = try Configuration.integer(.apnsPriority, source, in: 5...10) {
             guard value == 5 || value == 10 else {
                 throw Configuration.invalid(.apnsPriority, source, "expected 10 (now) or 5 (power-considerate), got \(value)")
             }
             priority = UInt8(value)
         }
-        batchSize = try Self.integer(.pushBatchSize, source, in: 1...50_000) ?? batchSize
-        window = try Self.integer(.pushWindow, source, in: 1...1_000_000) ?? window
+        batchSize = try Configuration.integer(.pushBatchSize, source, in: 1...50_000) ?? batchSize
+        window = try Configuration.integer(.pushWindow, source, in: 1...1_000_000) ?? window
         lease = try Configuration.duration(.pushLease, source) ?? lease
         settle = try Configuration.duration(.pushSettle, source) ?? settle
-        maxRetries = try Self.integer(.pushMaxRetries, source, in: 0...100) ?? maxRetries
+        maxRetries = try Configuration.integer(.pushMaxRetries, source, in: 0...100) ?? maxRetries
         if let host = source.value(.pushStatusHost) {
             guard !host.isEmpty, !host.contains(where: \.isWhitespace) else {
                 throw Configuration.invalid(.pushStatusHost, source, "expected a host name or IP address")
             }
             statusHost = host
         }
-        statusPort = try Self.integer(.pushStatusPort, source, in: 0...65535) ?? statusPort
+        statusPort = try Configuration.integer(.pushStatusPort, source, in: 0...65535) ?? statusPort
         requestTimeout = try Configuration.duration(.pushRequestTimeout, source) ?? requestTimeout
         stallTimeout = try Configuration.duration(.pushStallTimeout, source) ?? stallTimeout
         guard lease > settle * 4 else {
             throw Configuration.invalid(.pushLease, source, "must be well above push_settle (at least 4 times)")
         }
-    }
-
-    private static func integer(
-        _ key: ConfigurationKey,
-        _ source: ConfigurationSource,
-        in range: ClosedRange<Int>
-    ) throws(ConfigurationError) -> Int? {
-        guard let text = source.value(key) else { return nil }
-        guard let value = Int(text), range.contains(value) else {
-            throw Configuration.invalid(
-                key,
-                source,
-                "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'"
-            )
-        }
-        return value
     }
 }

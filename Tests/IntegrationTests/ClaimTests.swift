@@ -23,7 +23,7 @@ import Testing
                     logger: TestDatabase.logger
                 )
             }
-            let client = Database.makeClient(url: url, applicationName: "claim-test", logger: TestDatabase.logger)
+            let client = Database.makeClient(url: url, applicationName: "claim-test", keepOpen: false, logger: TestDatabase.logger)
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { await client.run() }
                 let queue = PushQueue(client: client, instance: "test:1", lease: .seconds(30), rescan: rescan, logger: TestDatabase.logger)

@@ -46,4 +46,16 @@ import Testing
         #expect(set.databaseURL.statementTimeout == .seconds(120))
         #expect(set.databaseURL.lockTimeout == .zero)
     }
+
+    @Test func poolSizeIsASetting() throws {
+        #expect(try Self.load(.production, [:]).databaseURL.connections == 10)
+        #expect(try Self.load(.production, ["PUSHCHAT_DATABASE_CONNECTIONS": "4"]).databaseURL.connections == 4)
+        for bad in ["0", "1001", "many"] {
+            let error = try #require(throws: ConfigurationError.self) {
+                try Self.load(.production, ["PUSHCHAT_DATABASE_CONNECTIONS": bad])
+            }
+            #expect(error.description.contains("PUSHCHAT_DATABASE_CONNECTIONS"))
+            #expect(error.description.contains("from 1 to 1000"))
+        }
+    }
 }
