@@ -77,7 +77,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "Storage", dependencies: ["Support", "Settings", "APNs", postgres, logging], swiftSettings: swiftSettings),
+        .target(
+            name: "Storage",
+            dependencies: ["Support", "Settings", "APNs", postgres, logging, serviceLifecycle, nioCore, nioPosix, nioConcurrencyHelpers],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "API",
             dependencies: [

@@ -37,6 +37,16 @@ begin() {
 finish() { timings+=("$(printf '%-34s %4d s' "$1" $(($(date +%s) - stage_start)))"); }
 
 pg_ensure_installed
+# PgBouncer for the pooler tests (PoolerTests: every process through transaction pooling), from Debian's packages.
+if ! [ -x /usr/sbin/pgbouncer ]; then
+    echo "==> installing Debian's pgbouncer (the pooler tests)"
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq pgbouncer >/dev/null
+    # Debian's package starts its own pgbouncer on 6432; the tests run their own.
+    $sudo systemctl disable --now pgbouncer >/dev/null 2>&1 || true
+fi
 cluster="$PWD/.local/test-postgres-$$"
 cleanup() {
     pg_stop "$cluster"

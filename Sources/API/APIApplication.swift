@@ -20,30 +20,34 @@ public enum APIApplication {
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
         onMetricsRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
     ) throws(ConfigurationError) -> some ApplicationProtocol {
-        let postgres = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-api", keepOpen: true, logger: logger)
+        let database = DatabaseClient(
+            url: configuration.databaseURL,
+            applicationName: "pushchat-api",
+            leaseTimeout: databaseTimeout,
+            logger: logger
+        )
         let resolver = ClientAddressResolver(trustedProxies: configuration.limits.trustedProxies)
         let counter = ConnectionCounter(maximum: configuration.limits.maxConnectionsPerIP)
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: AccessLogMiddleware())
         let apiMetrics = APIMetrics(registry: metrics)
         let controller = APIController(
-            store: ChatStore(client: postgres, logger: logger),
+            store: ChatStore(database: database, logger: logger),
             mode: configuration.mode,
             limits: configuration.limits,
             perIP: RateLimiter(rate: configuration.limits.ratePerIP, burst: configuration.limits.burstPerIP),
             perUDID: RateLimiter(rate: configuration.limits.ratePerUDID, burst: configuration.limits.burstPerUDID),
             fanOut: FanOutBudget(limits: configuration.limits),
             resolver: resolver,
-            databaseTimeout: databaseTimeout,
+            health: database.health,
             metrics: apiMetrics,
             logger: logger
         )
         controller.addRoutes(to: router)
         ProviderController(
-            store: ProviderStore(client: postgres, logger: logger),
+            store: ProviderStore(database: database, logger: logger),
             transport: configuration.apns.transport,
             limits: configuration.limits,
-            databaseTimeout: databaseTimeout,
             metrics: apiMetrics,
             logger: logger
         ).addRoutes(to: router)
@@ -67,7 +71,7 @@ public enum APIApplication {
                 address: .hostname(configuration.apiHost, port: configuration.apiPort),
                 serverName: "PushChat"
             ),
-            services: [postgres, metricsListener],
+            services: [database, metricsListener],
             onServerRunning: onServerRunning,
             logger: logger
         )

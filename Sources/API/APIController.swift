@@ -21,8 +21,8 @@ struct APIController: Sendable {
     let fanOut: FanOutBudget
     /// Who a request is from (`X-Forwarded-For` of trusted proxies believed).
     let resolver: ClientAddressResolver
-    /// How long a request may wait for the database before it is answered with 503.
-    let databaseTimeout: Duration
+    /// Whether the database answers (the probe's last word): `/readyz` and the refusals while it is away.
+    let health: DatabaseHealth
     let metrics: APIMetrics
     let logger: Logger
 
@@ -30,7 +30,7 @@ struct APIController: Sendable {
         router.post("/api.php") { request, context in try await handle(request, context: context) }
         router.post("/api") { request, context in try await handle(request, context: context) }
         router.get("/healthz") { _, _ in Response.text(.ok, "ok") }
-        router.get("/readyz") { _, _ in try await readiness() }
+        router.get("/readyz") { _, _ in await readiness() }
     }
 
     /// The tutorial's database check, served with the test pages only.
@@ -77,17 +77,16 @@ struct APIController: Sendable {
             return Self.tooManyRequests(wait)
         }
         do {
-            let (store, maxRoomSize, metrics, fanOut) = (self.store, limits.maxRoomSize, self.metrics, self.fanOut)
-            return try await withDeadline(databaseTimeout) {
-                try await Self.perform(
-                    command,
-                    store: store,
-                    client: (client?.description, addressKey),
-                    maxRoomSize: maxRoomSize,
-                    fanOut: fanOut,
-                    metrics: metrics
-                )
-            }
+            // No deadline of our own: the database client bounds the wait for a connection, and once a statement is
+            // sent the server's statement_timeout decides, so an error answer means nothing was written.
+            return try await Self.perform(
+                command,
+                store: store,
+                client: (client?.description, addressKey),
+                maxRoomSize: limits.maxRoomSize,
+                fanOut: fanOut,
+                metrics: metrics
+            )
         } catch {
             return databaseFailure(error, doing: command.command)
         }
@@ -129,7 +128,8 @@ struct APIController: Sendable {
                     do {
                         result = try await store.message(udid: udid, text: text, maxRecipients: estimate)
                     } catch {
-                        fanOut.refund(estimate, address: client.key, udid: udid)
+                        // Refunded only when the statement surely wrote nothing (not when its outcome is unknown).
+                        if DatabaseError.wroteNothing(error) { fanOut.refund(estimate, address: client.key, udid: udid) }
                         throw error
                     }
                     fanOut.refund(estimate - result.queued, address: client.key, udid: udid)
@@ -167,8 +167,7 @@ struct APIController: Sendable {
 
     func databaseCheck() async throws -> Response {
         do {
-            let store = self.store
-            let count = try await withDeadline(databaseTimeout) { try await store.userCount() }
+            let count = try await store.userCount()
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; charset=utf-8"],
@@ -179,29 +178,30 @@ struct APIController: Sendable {
         }
     }
 
-    /// Ready when the database answers within 2 seconds; 503 otherwise (for load balancers and systemd checks).
-    func readiness() async throws -> Response {
-        let store = self.store
-        do {
-            _ = try await withDeadline(.seconds(2)) { try await store.userCount() }
-            return Response.text(.ok, "ready")
-        } catch {
-            logger.warning(
-                "Not ready: the database does not answer (\(error is DeadlineExceeded ? "timeout" : DatabaseError.describe(error)))"
-            )
-            return Response.text(.serviceUnavailable, "database unreachable")
-        }
+    /// Ready while the database answers (the probe's last word, one query a second whatever the traffic); 503
+    /// otherwise (for load balancers and systemd checks).
+    func readiness() async -> Response {
+        if !health.isUp { await health.waitUntilSettled() }
+        guard health.isUp else { return Response.text(.serviceUnavailable, "database unreachable") }
+        return Response.text(.ok, "ready")
     }
 
-    /// 503 when the database did not answer in time, 500 when it failed; details only in development mode.
+    /// 503 with `Retry-After` when the database is away, did not answer in time or cancelled the statement (nothing was
+    /// written; the outage is logged once by the probe, not per request); 500 when the statement failed otherwise.
+    /// Details only in development mode.
     func databaseFailure(_ error: any Error, doing what: String) -> Response {
-        let timedOut = error is DeadlineExceeded
-        let detail = timedOut ? "the database did not answer within \(databaseTimeout)" : DatabaseError.describe(error)
-        logger.error("\(what) failed: \(detail)", metadata: ["api.command": "\(what)"])
-        return Self.error(
-            timedOut ? .serviceUnavailable : .internalServerError,
-            mode == .development ? "Database error: \(detail)" : "Database error"
+        let detail = DatabaseError.describe(error)
+        guard DatabaseError.isUnavailable(error) else {
+            logger.error("\(what) failed: \(detail)", metadata: ["api.command": "\(what)"])
+            return Self.error(.internalServerError, mode == .development ? "Database error: \(detail)" : "Database error")
+        }
+        logger.debug("\(what) refused: \(detail)", metadata: ["api.command": "\(what)"])
+        var response = Self.error(
+            .serviceUnavailable,
+            mode == .development ? "Database unavailable: \(detail)" : "Database unavailable, try again later"
         )
+        response.headers[.retryAfter] = "2"
+        return response
     }
 
     /// 429 with `Retry-After` (whole seconds, at least 1).

@@ -53,6 +53,11 @@ struct MigrateCommand: AsyncParsableCommand {
                 } else {
                     let applied = try await migrator.migrate()
                     for migration in applied { print("applied \(migration.fileName)") }
+                    let url = configuration.databaseURL
+                    if let warning = await migrator.setSessionDefaults(statementTimeout: url.statementTimeout, lockTimeout: url.lockTimeout)
+                    {
+                        FileHandle.standardError.write(Data("pushchat-api migrate: warning: \(warning)\n".utf8))
+                    }
                     print(applied.isEmpty ? "database is up to date" : "\(applied.count) migration(s) applied")
                 }
             }

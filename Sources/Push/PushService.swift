@@ -22,7 +22,7 @@ import Support
 public final class PushService: Service, Sendable {
     let configuration: Configuration
     let transport: PushTransport
-    let client: PostgresClient
+    let database: DatabaseClient
     let logger: Logger
     let instance: String
     /// The daemon's figures, served at `/metrics` on the status listener.
@@ -33,7 +33,7 @@ public final class PushService: Service, Sendable {
     public init(
         configuration: Configuration,
         transport: PushTransport,
-        client: PostgresClient,
+        database: DatabaseClient,
         logger: Logger,
         instance: String? = nil,
         metrics: MetricsRegistry = MetricsRegistry(),
@@ -41,7 +41,7 @@ public final class PushService: Service, Sendable {
     ) {
         self.configuration = configuration
         self.transport = transport
-        self.client = client
+        self.database = database
         self.logger = logger
         self.instance = instance ?? "\(ProcessInfo.processInfo.hostName):\(getpid())"
         self.metrics = PushMetrics(registry: metrics)
@@ -58,17 +58,17 @@ public final class PushService: Service, Sendable {
         metrics: MetricsRegistry = MetricsRegistry(),
         onStatusServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
     ) -> [any Service] {
-        let client = Database.makeClient(url: configuration.databaseURL, applicationName: "pushchat-push", keepOpen: true, logger: logger)
+        let database = DatabaseClient(url: configuration.databaseURL, applicationName: "pushchat-push", logger: logger)
         let service = PushService(
             configuration: configuration,
             transport: transport,
-            client: client,
+            database: database,
             logger: logger,
             instance: instance,
             metrics: metrics,
             onStatusServerRunning: onStatusServerRunning
         )
-        return [client, service]
+        return [database, service]
     }
 
     public func run() async throws {
@@ -76,14 +76,34 @@ public final class PushService: Service, Sendable {
             "Push daemon started (\(configuration.mode.rawValue) mode, \(transport.description))",
             metadata: ["push.instance": "\(instance)"]
         )
-        let context = makeContext()
+        let status = PushStatus(alarm: metrics.wrongEnvironment, logger: logger)
+        await withTaskGroup(of: Void.self) { outer in
+            // Served from the start: /readyz says "database unreachable" while the daemon waits for it.
+            outer.addTask { await self.runStatusServer(status) }
+            await drain(status: status)
+            outer.cancelAll()
+        }
+        logger.info("Push daemon stopped")
+    }
+
+    /// Waits for the database's pool, then drains until graceful shutdown.
+    func drain(status: PushStatus) async {
+        // The pool exists once the first connection told how sessions reach PostgreSQL; a shutdown before that ends here.
+        guard (try? await cancelWhenGracefulShutdown({ try await self.database.waitForPool() })) != nil else {
+            logger.info("Push daemon stopped before the database answered")
+            return
+        }
+        let context = makeContext(status: status)
+        let listener = QueueListener.choose(
+            configuration: configuration,
+            session: database.session,
+            signal: context.signal,
+            logger: logger
+        )
         await withTaskGroup(of: Void.self) { background in
-            background.addTask {
-                await QueueListener(url: self.configuration.databaseURL, signal: context.signal, logger: self.logger).run()
-            }
+            background.addTask { await listener?.run() }
             background.addTask { await Self.maintainLeases(context) }
             background.addTask { await Self.sampleQueue(context) }
-            background.addTask { await self.runStatusServer(context) }
             await withTaskGroup(of: Void.self) { recording in
                 recording.addTask { await context.outcomes.run() }
                 await withGracefulShutdownHandler {
@@ -97,11 +117,10 @@ public final class PushService: Service, Sendable {
             await context.outcomes.drain(timeout: .seconds(10))
             background.cancelAll()
         }
-        logger.info("Push daemon stopped")
     }
 
-    func makeContext() -> WorkerContext {
-        let queue = PushQueue(client: client, instance: instance, lease: configuration.push.lease, logger: logger)
+    func makeContext(status: PushStatus) -> WorkerContext {
+        let queue = PushQueue(database: database, instance: instance, lease: configuration.push.lease, logger: logger)
         let signal = QueueSignal()
         let held = HeldRows()
         return WorkerContext(
@@ -113,7 +132,7 @@ public final class PushService: Service, Sendable {
             signal: signal,
             shutdown: ShutdownFlag(signal: signal),
             metrics: metrics,
-            status: PushStatus(alarm: metrics.wrongEnvironment, logger: logger),
+            status: status,
             logger: logger
         )
     }
@@ -148,12 +167,12 @@ public final class PushService: Service, Sendable {
         }
     }
 
-    func runStatusServer(_ context: WorkerContext) async {
+    func runStatusServer(_ status: PushStatus) async {
         let settings = configuration.push
         let server = StatusServer.build(
             settings: settings,
-            client: client,
-            status: context.status,
+            health: database.health,
+            status: status,
             metrics: metrics,
             logger: logger,
             onRunning: onStatusServerRunning

@@ -13,6 +13,23 @@ struct QueueListener: Sendable {
     let signal: QueueSignal
     let logger: Logger
 
+    /// The listener the daemon runs: on `database_url` when it reaches PostgreSQL directly, on `database_listen_url`
+    /// behind a pooler (transaction pooling cannot carry `LISTEN`), or none (polling every `poll_interval`); said at
+    /// start.
+    static func choose(configuration: Configuration, session: DatabaseSession?, signal: QueueSignal, logger: Logger) -> QueueListener? {
+        guard session?.isPooled == true else {
+            return QueueListener(url: configuration.databaseURL, signal: signal, logger: logger)
+        }
+        if let listen = configuration.databaseListenURL {
+            logger.info("Behind a pooler: LISTEN push_queue on database_listen_url (\(listen))")
+            return QueueListener(url: listen, signal: signal, logger: logger)
+        }
+        logger.notice(
+            "Behind a pooler and no database_listen_url: no LISTEN (a pooler in transaction mode cannot carry it); polling the queue every \(configuration.pollInterval.formatted)"
+        )
+        return nil
+    }
+
     func run() async {
         var backoff = Backoff(initial: .milliseconds(500), maximum: .seconds(30))
         while !Task.isCancelled {

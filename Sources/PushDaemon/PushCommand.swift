@@ -19,10 +19,12 @@ struct PushCommand: AsyncParsableCommand {
             let (configuration, logger) = try options.start(process: "push", label: "pushchat-push")
             let transport = try PushTransport.load(configuration)
             let services = PushService.services(configuration: configuration, transport: transport, logger: logger)
-            let group = ServiceGroup(
-                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-            )
-            try await group.run()
+            var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            // Whatever the database does, the daemon is gone well within systemd's TimeoutStopSec: what it could not
+            // record returns to the queue when its leases run out.
+            group.maximumGracefulShutdownDuration = .seconds(12)
+            group.maximumCancellationDuration = .seconds(2)
+            try await ServiceGroup(configuration: group).run()
         }
     }
 }

@@ -10,6 +10,9 @@ public struct Configuration: Sendable {
     public var mode: Mode
     /// The PostgreSQL database holding `active_users`, `push_queue` and `messages`. Required.
     public var databaseURL: DatabaseURL
+    /// A direct connection to PostgreSQL for the push daemon's `LISTEN` when `database_url` goes through a pooler in
+    /// transaction mode (which cannot carry it); without it the daemon polls every `poll_interval` behind a pooler.
+    public var databaseListenURL: DatabaseURL?
     /// The address the API server listens on. Default `0.0.0.0` (every interface, as the tutorial's Apache did).
     public var apiHost: String
     /// The API server's port. Default 44447, the tutorial's.
@@ -124,6 +127,11 @@ public struct Configuration: Sendable {
             try Self.duration(.databaseStatementTimeout, source, zeroMeans: "no limit") ?? databaseURL.statementTimeout
         databaseURL.lockTimeout = try Self.duration(.databaseLockTimeout, source, zeroMeans: "no limit") ?? databaseURL.lockTimeout
         databaseURL.connections = try Self.integer(.databaseConnections, source, in: 1...1000) ?? databaseURL.connections
+        if let text = source.value(.databaseListenURL), !text.isEmpty {
+            var listen = try DatabaseURL(parsing: text, key: source.origin(of: .databaseListenURL))
+            (listen.statementTimeout, listen.lockTimeout) = (databaseURL.statementTimeout, databaseURL.lockTimeout)
+            databaseListenURL = listen
+        }
     }
 
     /// Loads the configuration for `mode` from `path` (or the default file) and `environment`.

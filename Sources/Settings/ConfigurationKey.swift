@@ -35,6 +35,7 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case databaseStatementTimeout = "database_statement_timeout"
     case databaseLockTimeout = "database_lock_timeout"
     case databaseConnections = "database_connections"
+    case databaseListenURL = "database_listen_url"
     case feedbackMaxPrune = "feedback_max_prune"
     case retentionMessages = "retention_messages"
     case retentionTokenlessUsers = "retention_tokenless_users"

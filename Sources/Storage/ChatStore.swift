@@ -30,11 +30,11 @@ public struct ChatStore: Sendable {
     /// Most messages one `fetch` returns.
     public static let fetchLimit = 200
 
-    let client: PostgresClient
+    let database: DatabaseClient
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
-        self.client = client
+    public init(database: DatabaseClient, logger: Logger) {
+        self.database = database
         self.logger = logger
     }
 
@@ -57,18 +57,18 @@ public struct ChatStore: Sendable {
     /// Removes the device; returns whether it was registered.
     @discardableResult
     public func leave(udid: String) async throws -> Bool {
-        let rows = try await client.query("DELETE FROM active_users WHERE udid = \(udid) RETURNING 1", logger: logger)
-        return try await rows.collect().count > 0
+        let rows = try await database.query("DELETE FROM active_users WHERE udid = \(udid) RETURNING 1", logger: logger)
+        return rows.count > 0
     }
 
     /// Stores a new token for the device, stamping `token_updated_at`; returns whether it was registered.
     @discardableResult
     public func update(udid: String, token: String) async throws -> Bool {
-        let rows = try await client.query(
+        let rows = try await database.query(
             "UPDATE active_users SET device_token = \(token), token_updated_at = now() WHERE udid = \(udid) RETURNING 1",
             logger: logger
         )
-        return try await rows.collect().count > 0
+        return rows.count > 0
     }
 
     /// Stores the message and queues one notification per other member of the sender's room that has a token
@@ -88,7 +88,7 @@ public struct ChatStore: Sendable {
             }
             guard let legacyName else { return result }
             // Joined before `alert_name` existed: fill it in once, then queue.
-            try await client.query(
+            try await database.query(
                 "UPDATE active_users SET alert_name = \(PushPayload.alertName(legacyName)) WHERE udid = \(udid) AND alert_name IS NULL",
                 logger: logger
             )
@@ -98,21 +98,21 @@ public struct ChatStore: Sendable {
 
     /// How many devices a `message` from `udid` would be queued for (the fan-out budget reserves that many first).
     public func recipientCount(udid: String) async throws -> Int {
-        let rows = try await client.query(
+        let rows = try await database.query(
             """
             SELECT count(DISTINCT u.device_token) FROM active_users u JOIN active_users s ON u.secret_code = s.secret_code
             WHERE s.udid = \(udid) AND u.udid <> s.udid AND u.device_token <> '0' AND u.device_token <> s.device_token
             """,
             logger: logger
         )
-        for try await count in rows.decode(Int64.self) { return Int(count) }
+        for count in try rows.decode(Int64.self) { return Int(count) }
         return 0
     }
 
     /// The sender's room's messages with an id greater than `since`, oldest first, at most ``fetchLimit``;
     /// empty when the device is not in a room.
     public func fetch(udid: String, since: Int64) async throws -> [StoredMessage] {
-        let rows = try await client.query(
+        let rows = try await database.query(
             """
             SELECT m.id, m.sender_name, m.text, m.created_at FROM messages m
             WHERE m.secret_code = (SELECT secret_code FROM active_users WHERE udid = \(udid)) AND m.id > \(since)
@@ -121,7 +121,7 @@ public struct ChatStore: Sendable {
             logger: logger
         )
         var messages: [StoredMessage] = []
-        for try await (id, name, text, createdAt) in rows.decode((Int64, String, String, Date).self) {
+        for (id, name, text, createdAt) in try rows.decode((Int64, String, String, Date).self) {
             messages.append(StoredMessage(id: id, name: name, text: text, createdAt: createdAt))
         }
         return messages
@@ -129,25 +129,14 @@ public struct ChatStore: Sendable {
 
     /// The number of registered devices (the database check page).
     public func userCount() async throws -> Int {
-        let rows = try await client.query("SELECT count(*) FROM active_users", logger: logger)
-        for try await count in rows.decode(Int64.self) { return Int(count) }
+        let rows = try await database.query("SELECT count(*) FROM active_users", logger: logger)
+        for count in try rows.decode(Int64.self) { return Int(count) }
         return 0
     }
 
-    /// Runs a prepared statement and collects its rows. postgres-nio remembers a statement whose preparation failed
-    /// (a lock or statement timeout behind an operator's open transaction) and fails it on that connection from then
-    /// on: after any error the connection is closed, so the pool opens a fresh one and the next request is served.
+    /// Runs one of the hot statements (see ``DatabaseClient/execute(_:logger:)``).
     func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
-        try await client.withConnection { connection in
-            do {
-                var rows: [Statement.Row] = []
-                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-                return rows
-            } catch {
-                try? await connection.close()
-                throw error
-            }
-        }
+        try await database.execute(statement, logger: logger)
     }
 }

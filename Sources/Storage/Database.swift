@@ -16,31 +16,35 @@ public enum Database {
     /// (swiftlang/swift#60441): at 1,400 requests/s the API held 84,000 such timers, 62 MB, and their long-lived
     /// blocks among the requests' short-lived ones fragmented the heap until its resident set had grown by 33 MB.
     /// Kept-open connections have no idle timer. A short job (`keepOpen` false) opens them as it needs them.
-    public static func makeClient(url: DatabaseURL, applicationName: String, keepOpen: Bool, logger: Logger) -> PostgresClient {
+    public static func makeClient(
+        url: DatabaseURL,
+        route: DatabaseSession.Route = .direct,
+        applicationName: String,
+        keepOpen: Bool,
+        logger: Logger
+    ) -> PostgresClient {
         PostgresClient(
-            configuration: url.clientConfiguration(applicationName: applicationName, keepOpen: keepOpen),
+            configuration: url.clientConfiguration(route: route, applicationName: applicationName, keepOpen: keepOpen),
             backgroundLogger: logger
         )
     }
 
     @discardableResult
     /// One connection for a short command (migrate, admin tools): fails at once when the server cannot be reached,
-    /// and is closed when `body` returns.
+    /// and is closed when `body` returns. Without a `route`, a connection a pooler refuses for its start-up
+    /// parameters is opened again without them (see ``DatabaseSession``).
     public static func withConnection<T: Sendable>(
         url: DatabaseURL,
+        route: DatabaseSession.Route? = nil,
         applicationName: String,
         logger: Logger,
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         let connection: PostgresConnection
         do {
-            connection = try await PostgresConnection.connect(
-                configuration: try url.connectionConfiguration(applicationName: applicationName),
-                id: 1,
-                logger: logger
-            )
-        } catch {
-            throw DatabaseError(context: "connecting to \(url)", underlying: error)
+            connection = try await connect(url: url, route: route ?? .direct, applicationName: applicationName, logger: logger)
+        } catch let error as DatabaseError where route == nil && error.reason.contains("unsupported startup parameter") {
+            connection = try await connect(url: url, route: .pooled, applicationName: applicationName, logger: logger)
         }
         do {
             let result = try await body(connection)
@@ -51,11 +55,31 @@ public enum Database {
             throw error
         }
     }
+
+    static func connect(
+        url: DatabaseURL,
+        route: DatabaseSession.Route,
+        applicationName: String,
+        connectTimeout: Duration = .seconds(5),
+        logger: Logger
+    ) async throws -> PostgresConnection {
+        do {
+            var configuration = try url.connectionConfiguration(route: route, applicationName: applicationName)
+            configuration.options.connectTimeout = .nanoseconds(connectTimeout.nanoseconds)
+            return try await PostgresConnection.connect(
+                configuration: configuration,
+                id: 1,
+                logger: logger
+            )
+        } catch {
+            throw DatabaseError(context: "connecting to \(url)", underlying: error)
+        }
+    }
 }
 
 extension DatabaseURL {
     /// A connection pool's configuration for this URL; `applicationName` shows in `pg_stat_activity`.
-    func clientConfiguration(applicationName: String, keepOpen: Bool) -> PostgresClient.Configuration {
+    func clientConfiguration(route: DatabaseSession.Route, applicationName: String, keepOpen: Bool) -> PostgresClient.Configuration {
         var configuration: PostgresClient.Configuration
         switch endpoint {
         case .socket(let path):
@@ -69,7 +93,7 @@ extension DatabaseURL {
                 }
             configuration = .init(host: host, port: port, username: username, password: password, database: database, tls: mode)
         }
-        configuration.options.additionalStartupParameters = sessionParameters(applicationName: applicationName)
+        configuration.options.additionalStartupParameters = DatabaseSession.parameters(self, route: route, applicationName: applicationName)
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.keepAliveBehavior = nil
         configuration.options.maximumConnections = connections
@@ -78,7 +102,7 @@ extension DatabaseURL {
     }
 
     /// A single connection's configuration (see ``Database/withConnection(url:applicationName:logger:_:)``).
-    func connectionConfiguration(applicationName: String) throws -> PostgresConnection.Configuration {
+    func connectionConfiguration(route: DatabaseSession.Route, applicationName: String) throws -> PostgresConnection.Configuration {
         var configuration: PostgresConnection.Configuration
         switch endpoint {
         case .socket(let path):
@@ -92,18 +116,9 @@ extension DatabaseURL {
                 }
             configuration = .init(host: host, port: port, username: username, password: password, database: database, tls: mode)
         }
-        configuration.options.additionalStartupParameters = sessionParameters(applicationName: applicationName)
+        configuration.options.additionalStartupParameters = DatabaseSession.parameters(self, route: route, applicationName: applicationName)
         configuration.options.connectTimeout = .seconds(5)
         return configuration
-    }
-
-    /// Sent when a session starts: its name in `pg_stat_activity`, and the statement and lock timeouts (in ms).
-    func sessionParameters(applicationName: String) -> [(String, String)] {
-        [
-            ("application_name", applicationName),
-            ("statement_timeout", "\(statementTimeout.milliseconds)"),
-            ("lock_timeout", "\(lockTimeout.milliseconds)"),
-        ]
     }
 
     /// Where and how to connect, decided once from the URL for both configurations above.

@@ -14,6 +14,10 @@ public struct DatabaseError: PushChatError {
         public static let badMigrationFile = Code("badMigrationFile")
         /// A query failed or the server could not be reached.
         public static let queryFailed = Code("queryFailed")
+        /// Nothing reached the server: the database is down, or no connection came in time.
+        public static let unavailable = Code("unavailable")
+        /// The statement was sent and the server never answered: it may or may not have been carried out.
+        public static let outcomeUnknown = Code("outcomeUnknown")
         public var description: String { name }
     }
 
@@ -41,6 +45,7 @@ public struct DatabaseError: PushChatError {
 
     /// PostgreSQL's message and SQLSTATE for server errors; the connection problem otherwise.
     public static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError { return error.reason }
         guard let error = error as? PSQLError else { return String(describing: error) }
         if let info = error.serverInfo, let message = info[.message] {
             var text = message
@@ -50,5 +55,26 @@ public struct DatabaseError: PushChatError {
         }
         if let underlying = error.underlying { return "\(error.code): \(underlying)" }
         return "\(error.code)"
+    }
+
+    /// Whether `error`, thrown by a store's write, leaves the database as it was: nothing reached the server, or the
+    /// server refused or cancelled the statement (a statement that fails commits nothing), or the connection was lost
+    /// before an answer (PostgreSQL rolls back a transaction whose client is gone before its commit). Only an
+    /// `outcomeUnknown` may have written: a fan-out budget is refunded for everything else.
+    public static func wroteNothing(_ error: any Error) -> Bool {
+        if let error = error as? DatabaseError { return error.code != .outcomeUnknown }
+        return true
+    }
+
+    /// Whether the database was not there to ask (answered 503 with `Retry-After`), as opposed to a refusal or an
+    /// error of the statement itself.
+    public static func isUnavailable(_ error: any Error) -> Bool {
+        if let error = error as? DatabaseError { return error.code == .unavailable || error.code == .outcomeUnknown }
+        guard let error = error as? PSQLError else { return false }
+        if let state = error.serverInfo?[.sqlState] {
+            // query_canceled (statement_timeout), lock_not_available (lock_timeout), admin_shutdown, cannot_connect_now
+            return ["57014", "55P03", "57P01", "57P02", "57P03"].contains(state)
+        }
+        return true
     }
 }

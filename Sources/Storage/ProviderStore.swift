@@ -126,21 +126,21 @@ public struct ProviderStore: Sendable {
     /// How long an idempotency key answers with its first notification.
     public static let idempotencyWindow = "24 hours"
 
-    let client: PostgresClient
+    let database: DatabaseClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
-        self.client = client
+    public init(database: DatabaseClient, logger: Logger) {
+        self.database = database
         self.logger = logger
     }
 
     /// The unrevoked key whose SHA-256 (hex) is `hash`.
     public func key(hash: String) async throws -> Key? {
-        let rows = try await client.query(
+        let rows = try await database.query(
             "SELECT name, requests_per_minute, recipients_per_minute FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL",
             logger: logger
         )
-        for try await (name, requests, recipients) in rows.decode((String, Int32, Int32).self) {
+        for (name, requests, recipients) in try rows.decode((String, Int32, Int32).self) {
             return Key(name: name, requestsPerMinute: Int(requests), recipientsPerMinute: Int(recipients))
         }
         return nil
@@ -149,7 +149,7 @@ public struct ProviderStore: Sendable {
     /// Registers the token (again): the user and client info are replaced and `updated_at` stamped (so the feedback
     /// job keeps it after an older report). Returns the device and whether it is new.
     public func register(token: String, user: String?, clientInfo: String?, keyName: String) async throws -> (Device, created: Bool) {
-        let rows = try await client.query(
+        let rows = try await database.query(
             """
             INSERT INTO devices AS d (device_token, user_ref, client_info, registered_by) VALUES (\(token), \(user), \(clientInfo), \(keyName))
             ON CONFLICT (device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
@@ -158,7 +158,7 @@ public struct ProviderStore: Sendable {
             """,
             logger: logger
         )
-        for try await row in rows {
+        for row in rows {
             let (token, user, info, registered, updated, badge, created) = try row.decode(
                 (String, String?, String?, Date, Date, Int32?, Bool).self
             )
@@ -169,18 +169,18 @@ public struct ProviderStore: Sendable {
 
     /// Removes a registered device; whether it was registered.
     public func unregister(token: String) async throws -> Bool {
-        let rows = try await client.query("DELETE FROM devices WHERE device_token = \(token) RETURNING 1", logger: logger)
-        return try await rows.collect().count > 0
+        let rows = try await database.query("DELETE FROM devices WHERE device_token = \(token) RETURNING 1", logger: logger)
+        return rows.count > 0
     }
 
     /// A user's registered devices, oldest registration first.
     public func devices(user: String) async throws -> [Device] {
-        let rows = try await client.query(
+        let rows = try await database.query(
             "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE user_ref = \(user) ORDER BY registered_at, device_token LIMIT 1000",
             logger: logger
         )
         var devices: [Device] = []
-        for try await row in rows.decode((String, String?, String?, Date, Date, Int32?).self) {
+        for row in try rows.decode((String, String?, String?, Date, Date, Int32?).self) {
             devices.append(Device(row: row))
         }
         return devices
@@ -190,7 +190,7 @@ public struct ProviderStore: Sendable {
 
     /// The notification an idempotency key of this API key answers with, if it was used within 24 hours.
     public func earlier(keyName: String, idempotencyKey: String) async throws -> Earlier? {
-        let rows = try await client.query(
+        let rows = try await database.query(
             """
             SELECT i.notification_id, n.recipients, i.request_hash FROM idempotency_keys i JOIN notifications n ON n.id = i.notification_id
             WHERE i.key_name = \(keyName) AND i.idempotency_key = \(idempotencyKey)
@@ -198,7 +198,7 @@ public struct ProviderStore: Sendable {
             """,
             logger: logger
         )
-        for try await (id, recipients, hash) in rows.decode((UUID, Int32, String).self) {
+        for (id, recipients, hash) in try rows.decode((UUID, Int32, String).self) {
             return Earlier(id: id, recipients: Int(recipients), requestHash: hash)
         }
         return nil
@@ -219,7 +219,7 @@ public struct ProviderStore: Sendable {
         let expiration = notification.expiration.map { Date(timeIntervalSince1970: TimeInterval($0)) }
         let priority = notification.priority.map { Int16($0) }
         let badge = notification.badge.map { Int32($0) }
-        let rows = try await client.query(
+        let rows = try await database.query(
             """
             WITH candidates AS (
                 SELECT t AS device_token FROM unnest(\(list)::text[]) AS t WHERE \(kind) = 'tokens'
@@ -267,7 +267,7 @@ public struct ProviderStore: Sendable {
             """,
             logger: logger
         )
-        for try await (within, go, count, queued, _, _) in rows.decode((Bool, Bool, Int64, Int64, Int64, Int64).self) {
+        for (within, go, count, queued, _, _) in try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64).self) {
             if !within { return .tooManyRecipients(Int(count)) }
             if !go { return .duplicate }
             return .queued(recipients: Int(queued))
@@ -277,7 +277,7 @@ public struct ProviderStore: Sendable {
 
     /// A notification's counts (sent, failed, pending) and its first ``failureLimit`` failures; nil if unknown.
     public func status(id: UUID) async throws -> Status? {
-        let counts = try await client.query(
+        let counts = try await database.query(
             """
             SELECT n.recipients,
                    count(q.message_id) FILTER (WHERE q.time_sent IS NOT NULL),
@@ -290,18 +290,18 @@ public struct ProviderStore: Sendable {
             logger: logger
         )
         var found: (Int32, Int64, Int64, Int64)?
-        for try await row in counts.decode((Int32, Int64, Int64, Int64).self) { found = row }
+        for row in try counts.decode((Int32, Int64, Int64, Int64).self) { found = row }
         guard let (recipients, sent, failed, pending) = found else { return nil }
         var failures: [Status.Failure] = []
         if failed > 0 {
-            let rows = try await client.query(
+            let rows = try await database.query(
                 """
                 SELECT device_token, last_status, coalesce(last_error, 'failed') FROM push_queue
                 WHERE notification_id = \(id) AND time_failed IS NOT NULL ORDER BY message_id LIMIT \(Self.failureLimit)
                 """,
                 logger: logger
             )
-            for try await (token, status, reason) in rows.decode((String, String?, String).self) {
+            for (token, status, reason) in try rows.decode((String, String?, String).self) {
                 failures.append(Status.Failure(token: token, status: status, reason: reason))
             }
         }

@@ -39,7 +39,9 @@ public struct PushQueue: Sendable {
         }
     }
 
-    let client: PostgresClient
+    /// The pool to use now: a ``DatabaseClient`` replaces its pool when the database comes back after an outage.
+    let pools: @Sendable () -> PostgresClient
+    var client: PostgresClient { pools() }
     /// Who claims: `host:pid`, stored in `claimed_by`.
     public let instance: String
     let lease: Duration
@@ -55,7 +57,16 @@ public struct PushQueue: Sendable {
 
     /// `rescan`: how long a backlog may be claimed past rows behind the cursor (see ``ClaimCursor``).
     public init(client: PostgresClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
-        self.client = client
+        self.init(pools: { client }, instance: instance, lease: lease, rescan: rescan, logger: logger)
+    }
+
+    /// A queue on whichever pool `database` has at the time of each statement.
+    public init(database: DatabaseClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
+        self.init(pools: { database.currentPool }, instance: instance, lease: lease, rescan: rescan, logger: logger)
+    }
+
+    init(pools: @escaping @Sendable () -> PostgresClient, instance: String, lease: Duration, rescan: Duration, logger: Logger) {
+        self.pools = pools
         self.instance = instance
         self.lease = lease
         self.logger = logger

@@ -349,8 +349,9 @@ import Testing
         configuration.exposure.testPages = true  // for /test/database
         try await APIHarness.run(configuration: configuration, databaseTimeout: .seconds(1)) { api in
             let join = try await api.post(["cmd": "join", "udid": Device.udid(1), "token": "0", "name": "Ann", "code": "c"])
-            #expect(join.status.code >= 500)
-            #expect(join.errorDescription == "Database error")
+            #expect(join.status == .serviceUnavailable)
+            #expect(join.errorDescription == "Database unavailable, try again later")
+            #expect(join.headers[.retryAfter] == "2")
             #expect(!join.text.contains("secretpw"))
             let check = try await api.get("/test/database")
             #expect(check.status.code >= 500)

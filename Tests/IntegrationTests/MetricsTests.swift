@@ -183,7 +183,13 @@ import Testing
                 try await APIHarness.run(configuration: APIHarness.configuration(url: proxied), databaseTimeout: .seconds(2)) { api in
                     #expect(try await api.get("/readyz").status == .ok)
                     await proxy.stop()
-                    let down = try await api.get("/readyz")
+                    // /readyz answers from the probe's last word (one query a second): down within about a second.
+                    var down = try await api.get("/readyz")
+                    let stopped = ContinuousClock.now
+                    while down.status == .ok, stopped.duration(to: .now) < .seconds(3) {
+                        try await Task.sleep(for: .milliseconds(100))
+                        down = try await api.get("/readyz")
+                    }
                     #expect(down.status == .serviceUnavailable)
                     #expect(String(buffer: down.body).contains("database unreachable"))
                     #expect(try await api.get("/healthz").status == .ok, "the process itself is alive")
@@ -206,7 +212,13 @@ import Testing
                 try await harness.withDaemonStatus(harness.configuration(url: proxied)) { port in
                     try await harness.waitUntil("ready") { try await LoopbackHTTP.get(port: port, path: "/readyz").status == 200 }
                     await proxy.stop()
-                    let down = try await LoopbackHTTP.get(port: port, path: "/readyz")
+                    // /readyz answers from the probe's last word (one query a second): down within about a second.
+                    var down = try await LoopbackHTTP.get(port: port, path: "/readyz")
+                    let stopped = ContinuousClock.now
+                    while down.status == 200, stopped.duration(to: .now) < .seconds(3) {
+                        try await Task.sleep(for: .milliseconds(100))
+                        down = try await LoopbackHTTP.get(port: port, path: "/readyz")
+                    }
                     #expect(down.status == 503)
                     #expect(down.body.contains("database unreachable"))
                     try await proxy.start()

@@ -9,10 +9,10 @@ import Testing
     @Test func servicesKeepTheirConnectionsOpen() throws {
         var url = try DatabaseURL(parsing: "postgres://pushchat:secret@127.0.0.1:5432/pushchat")
         url.connections = 7
-        let service = url.clientConfiguration(applicationName: "pushchat-api", keepOpen: true).options
+        let service = url.clientConfiguration(route: .direct, applicationName: "pushchat-api", keepOpen: true).options
         #expect(service.minimumConnections == 7)
         #expect(service.maximumConnections == 7)
-        let job = url.clientConfiguration(applicationName: "pushchat-feedback", keepOpen: false).options
+        let job = url.clientConfiguration(route: .direct, applicationName: "pushchat-feedback", keepOpen: false).options
         #expect(job.minimumConnections == 0)
         #expect(job.maximumConnections == 7)
     }

@@ -6,6 +6,7 @@
 #                                PG_URL then has no sslmode (libpq's default, prefer) and PG_CA_FILE names the
 #                                certificate (for sslmode=verify-full tests)
 #   pg_stop DIR                  fast shutdown
+#   pg_restart DIR PORT [tls]    start a stopped cluster again on its port (the fault tests stop and start it)
 #
 # PostgreSQL refuses to run as root, so as root every server command runs as the `postgres` user.
 
@@ -118,6 +119,16 @@ pg_start() {
         PG_CA_FILE=""
     fi
     export PG_PORT PG_URL PG_CA_FILE
+}
+
+pg_restart() {
+    local dir=$1 port=$2 tls=${3:-} tls_options=""
+    if [ "$tls" = tls ]; then
+        tls_options="-c ssl=on -c ssl_cert_file=$dir.tls/server.crt -c ssl_key_file=$dir.tls/server.key"
+    fi
+    pg_as_owner "$(pg_bindir)/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
+        -o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off $tls_options" \
+        start >/dev/null || { cat "$dir/server.log" >&2; return 1; }
 }
 
 pg_stop() {

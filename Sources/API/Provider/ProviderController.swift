@@ -21,7 +21,6 @@ struct ProviderController: Sendable {
     let transport: APNsTransport
     let limits: APILimits
     let keyLimits = KeyLimits()
-    let databaseTimeout: Duration
     let metrics: APIMetrics
     let logger: Logger
 
@@ -82,17 +81,16 @@ struct ProviderController: Sendable {
             throw ProviderError(.unauthorized, .unauthorized, "the Authorization header must be: Bearer KEY")
         }
         let hash = APIKey.hash(String(parts[1]).trimmingWhitespace())
-        let store = self.store
-        guard let key = try await withDeadline(databaseTimeout, { try await store.key(hash: hash) }) else {
+        guard let key = try await store.key(hash: hash) else {
             throw ProviderError(.unauthorized, .unauthorized, "unknown or revoked API key")
         }
         return key
     }
 
-    /// Runs a database call under the request deadline.
+    /// Runs a database call. No deadline of our own: the database client bounds the wait for a connection, and once
+    /// a statement is sent the server's statement_timeout decides, so an error answer means nothing was written.
     func database<T: Sendable>(_ body: @escaping @Sendable (ProviderStore) async throws -> T) async throws -> T {
-        let store = self.store
-        return try await withDeadline(databaseTimeout) { try await body(store) }
+        try await body(store)
     }
 
     /// The body as bytes: JSON (or no content type), at most `api_max_json_body`.
@@ -184,7 +182,8 @@ struct ProviderController: Sendable {
                 try await store.queue(notification, maxRecipients: budget.isEnabled ? reserved : nil)
             }
         } catch {
-            if budget.isEnabled { budget.refund(key.name, Double(reserved)) }
+            // Refunded only when the statement surely wrote nothing (not when its outcome is unknown).
+            if budget.isEnabled && DatabaseError.wroteNothing(error) { budget.refund(key.name, Double(reserved)) }
             throw error
         }
         switch result {
@@ -252,16 +251,16 @@ struct ProviderController: Sendable {
 
     // MARK: answers
 
-    /// 503 (JSON) when the database did not answer in time, 500 when it failed.
+    /// 503 (JSON, `Retry-After`) when the database is away, did not answer in time or cancelled the statement (nothing
+    /// was written; the outage is logged once by the probe, not per request), 500 when the statement failed otherwise.
     func databaseFailure(_ error: any Error, doing what: String) -> ProviderError {
-        let timedOut = error is DeadlineExceeded
-        let detail = timedOut ? "the database did not answer within \(databaseTimeout)" : DatabaseError.describe(error)
-        logger.error("\(what) failed: \(detail)", metadata: ["api.command": "\(what)"])
-        return ProviderError(
-            .init("database"),
-            timedOut ? .serviceUnavailable : .internalServerError,
-            timedOut ? "the database did not answer in time; try again" : "database error"
-        )
+        let detail = DatabaseError.describe(error)
+        guard DatabaseError.isUnavailable(error) else {
+            logger.error("\(what) failed: \(detail)", metadata: ["api.command": "\(what)"])
+            return ProviderError(.init("database"), .internalServerError, "database error")
+        }
+        logger.debug("\(what) refused: \(detail)", metadata: ["api.command": "\(what)"])
+        return ProviderError(.init("database"), .serviceUnavailable, "the database is unavailable; try again later", retryAfter: 2)
     }
 
     static func json(_ status: HTTPResponse.Status, _ value: some Encodable) -> Response {

@@ -1,0 +1,126 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import Support
+
+extension DatabaseClient {
+    /// Runs `body` on a pooled connection, in the two phases the type's documentation describes.
+    ///
+    /// Throws ``DatabaseError`` with code `unavailable` (nothing reached the server: the database is down, or no
+    /// connection came within `leaseTimeout`), `outcomeUnknown` (the server never answered), or the server's error.
+    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        if !health.isUp { await health.waitUntilSettled() }
+        guard health.isUp, let (pool, session) = current.withLockedValue({ $0 }) else {
+            throw DatabaseError(code: .unavailable, context: "waiting for a database connection", reason: health.problem ?? "not connected")
+        }
+        let lease = NIOLockedValueBox(LeasePhase.waiting)
+        let statementLimit = session.statementTimeout == .zero ? .seconds(60) : session.statementTimeout + .seconds(5)
+        let work = Task {
+            try await pool.withConnection { connection in
+                let proceed = lease.withLockedValue { phase in
+                    guard phase == .waiting else { return false }
+                    phase = .leased
+                    return true
+                }
+                guard proceed else { throw CancellationError() }
+                do {
+                    return try await withDeadline(statementLimit) { try await body(connection) }
+                } catch let error as DeadlineExceeded {
+                    // Its statement may still be running: the connection is not given to anyone else.
+                    try? await connection.close()
+                    throw DatabaseError(
+                        code: .outcomeUnknown,
+                        context: "waiting for the database's answer",
+                        reason: "\(error.reason); the statement may or may not have been carried out"
+                    )
+                }
+            }
+        }
+        let stopWaiting: @Sendable () -> Void = {
+            let abandon = lease.withLockedValue { phase in
+                guard phase == .waiting else { return false }
+                phase = .abandoned
+                return true
+            }
+            if abandon { work.cancel() }
+        }
+        let registration = health.whenDown(stopWaiting)
+        let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(leaseTimeout.nanoseconds), stopWaiting)
+        defer {
+            timer.cancel()
+            health.remove(registration)
+        }
+        do {
+            return try await withTaskCancellationHandler {
+                try await work.value
+            } onCancel: {
+                work.cancel()
+            }
+        } catch {
+            guard lease.withLockedValue({ $0 }) != .leased else { throw error }
+            throw DatabaseError(
+                code: .unavailable,
+                context: "waiting for a database connection",
+                reason: health.problem ?? "no connection within \(leaseTimeout.formatted)"
+            )
+        }
+    }
+
+    /// Runs one statement and collects its rows.
+    public func query(_ query: PostgresQuery, logger: Logger) async throws -> DatabaseRows {
+        try await withConnection { connection in
+            DatabaseRows(try await connection.query(query, logger: logger).collect())
+        }
+    }
+
+    /// Runs one of the hot statements: prepared once per connection when direct, unnamed behind a pooler (which may
+    /// hand the next transaction a server connection that never saw the preparation).
+    public func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row]
+    where Statement.Row: Sendable {
+        try await withConnection { connection in
+            // Read once the connection is leased (a request that came while the process started waited for it).
+            if self.session?.isPooled == true {
+                let query = PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())
+                return try await connection.query(query, logger: logger).collect().map { try statement.decodeRow($0) }
+            }
+            // postgres-nio remembers a statement whose preparation failed (a lock or statement timeout behind an
+            // operator's open transaction) and fails it on that connection from then on: after any error the
+            // connection is closed, so the pool opens a fresh one and the next request is served.
+            do {
+                var rows: [Statement.Row] = []
+                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                return rows
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+        }
+    }
+}
+
+/// Where a request is with its pooled connection.
+enum LeasePhase: Sendable {
+    /// Nothing has reached the server yet.
+    case waiting
+    /// The connection is the request's: what happens next is the server's to decide.
+    case leased
+    /// Given up before a connection came (the database went down, or `leaseTimeout`).
+    case abandoned
+}
+
+/// A statement's rows, collected (the connection goes back to the pool before they are read).
+public struct DatabaseRows: Sendable, Sequence {
+    public let rows: [PostgresRow]
+
+    init(_ rows: [PostgresRow]) { self.rows = rows }
+
+    public var count: Int { rows.count }
+    public func makeIterator() -> IndexingIterator<[PostgresRow]> { rows.makeIterator() }
+
+    /// Every row decoded as the given columns.
+    public func decode<each Column: PostgresDecodable>(_ columns: (repeat each Column).Type) throws -> [(repeat each Column)] {
+        try rows.map { try $0.decode(columns) }
+    }
+}

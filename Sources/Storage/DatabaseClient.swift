@@ -1,0 +1,167 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import ServiceLifecycle
+import Settings
+import Support
+
+/// A long-running process's database: the pool, how its sessions reach PostgreSQL (``DatabaseSession``), and a probe
+/// that knows whether the database answers (``DatabaseHealth``). Run it (it is a `Service`) for as long as it is used.
+///
+/// It finds the session's route on its first connection, then opens the pool and probes once a second on a connection
+/// of its own. When the database goes away the probe says so at once: requests are refused instead of each waiting out
+/// a deadline, and those waiting for a connection are stopped. When it answers again a fresh pool replaces the old one
+/// (whose reconnection backoff may have grown to a minute) and requests are served again.
+///
+/// A request's work has two phases. Waiting for a connection, nothing has reached the server: that wait ends when the
+/// database goes down or after `leaseTimeout`, and the error says nothing was done. Once the statement is sent, the
+/// server decides: `statement_timeout` (below the request's own limit) cancels it there, so an error means it did not
+/// commit. Only if the server does not answer at all by `statement_timeout` + 5 s does the request stop waiting, and its
+/// error says the outcome is unknown.
+public final class DatabaseClient: Service, Sendable {
+    let url: DatabaseURL
+    let applicationName: String
+    let keepOpen: Bool
+    let leaseTimeout: Duration
+    let probeInterval: Duration
+    public let health: DatabaseHealth
+    let logger: Logger
+    let current = NIOLockedValueBox<(pool: PostgresClient, session: DatabaseSession)?>(nil)
+
+    public init(
+        url: DatabaseURL,
+        applicationName: String,
+        keepOpen: Bool = true,
+        leaseTimeout: Duration = .seconds(10),
+        probeInterval: Duration = .seconds(1),
+        logger: Logger
+    ) {
+        self.url = url
+        self.applicationName = applicationName
+        self.keepOpen = keepOpen
+        self.leaseTimeout = leaseTimeout
+        self.probeInterval = probeInterval
+        self.health = DatabaseHealth(logger: logger)
+        self.logger = logger
+    }
+
+    /// How the sessions reach PostgreSQL; nil until the first connection.
+    public var session: DatabaseSession? { current.withLockedValue { $0?.session } }
+
+    /// Waits until the first connection has told the route and the pool exists (the push daemon waits here at start).
+    public func waitForPool() async throws {
+        while current.withLockedValue({ $0 == nil }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// The pool in use now (replaced when the database comes back after an outage): take it for each statement, do
+    /// not keep it. Only after ``waitForPool()``.
+    public var currentPool: PostgresClient {
+        guard let pool = current.withLockedValue({ $0?.pool }) else { preconditionFailure("no pool before waitForPool()") }
+        return pool
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await self.runGenerations()
+        }
+    }
+
+    /// One pool per stretch of the database answering: a pool, its probe, and on recovery a new one.
+    private func runGenerations() async {
+        var backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(2))
+        while !Task.isCancelled {
+            let session: DatabaseSession
+            do {
+                session = try await DatabaseSession.detect(url: url, applicationName: applicationName, logger: logger)
+            } catch {
+                if Task.isCancelled { return }
+                health.failed(Self.describe(error))
+                try? await Task.sleep(for: backoff.next())
+                continue
+            }
+            backoff.reset()
+            announce(session)
+            let pool = Database.makeClient(
+                url: url,
+                route: session.route,
+                applicationName: applicationName,
+                keepOpen: keepOpen,
+                logger: logger
+            )
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await pool.run() }
+                current.withLockedValue { $0 = (pool, session) }
+                health.probeSucceeded()
+                // The probe returns when the database came back after an outage: this pool's backoff is spent.
+                await probe(session: session)
+                group.cancelAll()
+            }
+        }
+    }
+
+    private func announce(_ session: DatabaseSession) {
+        let previous = self.session
+        guard previous != session else { return }
+        logger.info("Database session: \(session)", metadata: ["db.url": "\(url)", "db.route": "\(session.route.rawValue)"])
+        if session.isPooled {
+            logger.notice(
+                "Through a connection pooler: the timeouts are the database's defaults (set by migrate), statements run unnamed"
+            )
+            if session.statementTimeout == .zero {
+                logger.warning(
+                    "No statement_timeout reaches this session through the pooler: a request cut short may still commit; run `pushchat-api migrate` (it sets the database's defaults)"
+                )
+            }
+        }
+    }
+
+    /// Probes once per `probeInterval` on a connection of its own until cancelled or until the database answers
+    /// again after having been down.
+    private func probe(session: DatabaseSession) async {
+        var connection: PostgresConnection?
+        var wasDown = false
+        probing: while !Task.isCancelled {
+            do {
+                let live: PostgresConnection
+                if let connection, !connection.isClosed {
+                    live = connection
+                } else {
+                    try? await connection?.close()
+                    connection = nil
+                    live = try await Database.connect(
+                        url: url,
+                        route: session.route,
+                        applicationName: applicationName + "-probe",
+                        connectTimeout: probeInterval + .milliseconds(500),
+                        logger: logger
+                    )
+                    connection = live
+                }
+                try await withDeadline(probeInterval + .milliseconds(500)) { [logger] in
+                    try await live.query("SELECT 1", logger: logger)
+                }
+                if wasDown { break probing }
+                health.probeSucceeded()
+            } catch {
+                if Task.isCancelled { break probing }
+                try? await connection?.close()
+                connection = nil
+                wasDown = true
+                health.failed(Self.describe(error))
+            }
+            try? await Task.sleep(for: probeInterval)
+        }
+        // Closed and waited for (postgres-nio asserts that a connection is closed before it goes).
+        try? await connection?.close()
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if error is DeadlineExceeded { return "no answer within the probe's limit" }
+        if let error = error as? DatabaseError { return error.reason }
+        return DatabaseError.describe(error)
+    }
+}
