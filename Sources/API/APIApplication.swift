@@ -77,6 +77,18 @@ public enum APIApplication {
         )
     }
 
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// TLS 1.2's forward-secret AEAD suites (TLS 1.3 has only AEAD suites): no RSA key exchange, no CBC, as
+    /// Mozilla's "intermediate" profile.
+    static let aeadCipherSuites: [NIOTLSCipher] = [
+        .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, .TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    ]
+
     /// HTTP/1 with each connection guarded (the per-address cap, the header, body and idle timeouts), over TLS when
     /// `api_tls_certificate` and `api_tls_key` are set.
     static func server(
@@ -91,13 +103,22 @@ public enum APIApplication {
                 HTTPConnectionInstaller(guardian: ConnectionGuard(limits: limits, counter: counter, resolver: resolver, logger: logger))
             ])
         )
-        guard let certificate = configuration.exposure.tlsCertificate, let key = configuration.exposure.tlsKey else { return http1 }
-        let tls: TLSConfiguration
+        guard let certificate = configuration.exposure.tlsCertificate, let key = configuration.exposure.tlsKey else {
+            if configuration.mode == .production && !Self.isLoopback(configuration.apiHost) {
+                logger.warning(
+                    "Plain HTTP on \(configuration.apiHost):\(configuration.apiPort) in production: the udid and room code travel readable; set api_tls_certificate/api_tls_key or listen on 127.0.0.1 behind a TLS proxy"
+                )
+            }
+            return http1
+        }
+        var tls: TLSConfiguration
         do {
             tls = TLSConfiguration.makeServerConfiguration(
                 certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
                 privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
             )
+            tls.minimumTLSVersion = .tlsv12
+            tls.cipherSuiteValues = Self.aeadCipherSuites
         } catch {
             throw ConfigurationError(
                 code: .unreadableFile,

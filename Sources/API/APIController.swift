@@ -67,6 +67,9 @@ struct APIController: Sendable {
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: limits.maxBodyBytes)
+        } catch is NIOTooManyBytesError {
+            // A chunked body (no Content-Length) that grew past the limit.
+            return Self.error(.contentTooLarge, "Request body too large")
         } catch let error as HTTPError where error.status == .contentTooLarge {
             return Self.error(.contentTooLarge, "Request body too large")
         }

@@ -43,8 +43,22 @@ public struct FeedbackJob: Sendable {
     }
 
     public func run() async throws -> FeedbackReport {
+        // The first connection checks the database is there and tells whether a pooler stands in between.
+        let session: DatabaseSession
+        do {
+            let (url, logger) = (configuration.databaseURL, self.logger)
+            session = try await withDeadline(.seconds(10)) {
+                try await DatabaseSession.detect(url: url, applicationName: "pushchat-feedback", logger: logger)
+            }
+        } catch {
+            throw FeedbackError(
+                code: .database,
+                reason: "cannot reach the database \(configuration.databaseURL): \(Self.describe(error)); the feedback service was not read"
+            )
+        }
         let client = Database.makeClient(
             url: configuration.databaseURL,
+            route: session.route,
             applicationName: "pushchat-feedback",
             keepOpen: false,
             logger: logger
@@ -60,20 +74,6 @@ public struct FeedbackJob: Sendable {
     }
 
     private func process(_ store: FeedbackStore) async throws -> FeedbackReport {
-        do {
-            let url = configuration.databaseURL
-            let logger = self.logger
-            try await withDeadline(.seconds(10)) {
-                try await Database.withConnection(url: url, applicationName: "pushchat-feedback", logger: logger) { connection in
-                    try await connection.query("SELECT 1", logger: logger)
-                }
-            }
-        } catch {
-            throw FeedbackError(
-                code: .database,
-                reason: "cannot reach the database \(configuration.databaseURL): \(Self.describe(error)); the feedback service was not read"
-            )
-        }
         var report = FeedbackReport()
         var read = FeedbackRead()
         if let tls {

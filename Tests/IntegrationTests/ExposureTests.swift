@@ -224,9 +224,38 @@ import Testing
                 let plain = try? await TLSTestClient.exchange(port: port, tls: nil, send: ByteBuffer(string: request), timeout: .seconds(3))
                 #expect(plain.map { !String(buffer: $0).hasPrefix("HTTP/1.1 200") } ?? true, "plain HTTP gets no answer")
                 #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM active_users", as: Int64.self) == 1)
+                // Old clients are refused: TLS 1.0/1.1, and TLS 1.2 with RSA key exchange or CBC only (a client
+                // willing to use them: OpenSSL's security level 0).
+                #expect(Self.handshake(port: port, "-tls1_1") == false, "TLS 1.1 refused")
+                #expect(Self.handshake(port: port, "-tls1", "-cipher", "DEFAULT:@SECLEVEL=0") == false, "TLS 1.0 refused")
+                #expect(Self.handshake(port: port, "-tls1_2", "-cipher", "AES128-SHA:AES256-SHA:@SECLEVEL=0") == false, "RSA + CBC refused")
+                #expect(
+                    Self.handshake(port: port, "-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES128-SHA:@SECLEVEL=0") == false,
+                    "CBC refused"
+                )
+                #expect(
+                    Self.handshake(port: port, "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256") == true,
+                    "TLS 1.2 AEAD works"
+                )
+                #expect(Self.handshake(port: port, "-tls1_3") == true, "TLS 1.3 works")
                 group.cancelAll()
             }
         }
+    }
+
+    /// Whether `openssl s_client` with `options` completes a handshake with the API on `port`.
+    static func handshake(port: Int, _ options: String...) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-brief"] + options
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        return process.terminationStatus == 0
     }
 
     @Test func aMissingTLSKeyStopsTheProcessNamingTheSetting() throws {

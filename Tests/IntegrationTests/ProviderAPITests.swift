@@ -381,4 +381,35 @@ import Testing
             #expect(metrics[#"pushchat_api_requests{command="notifications.send",status="413"}"#] == 1)
         }
     }
+
+    /// A chunked body (no Content-Length) that grows past `api_max_json_body`: 413 with the reason, nothing written
+    /// (it answered 500 "database error" before); the same for the chat API's `api_max_body`.
+    @Test func aChunkedBodyPastTheLimitIs413AndWritesNothing() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let key = try await Self.createKey(url)
+            var configuration = APIHarness.configuration(url: url)
+            configuration.limits.maxJSONBodyBytes = 4096
+            configuration.limits.maxBodyBytes = 1024
+            try await APIHarness.run(configuration: configuration) { api in
+                func chunked(_ path: String, _ headers: String) async throws -> String {
+                    let chunk = String(repeating: "a", count: 1000)
+                    var request =
+                        "POST \(path) HTTP/1.1\r\nHost: localhost\r\n\(headers)Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    for _ in 0..<10 { request += "3e8\r\n\(chunk)\r\n" }
+                    request += "0\r\n\r\n"
+                    return String(
+                        buffer: try await TLSTestClient.exchange(port: api.client.port!, tls: nil, send: ByteBuffer(string: request))
+                    )
+                }
+                let provider = try await chunked("/v1/notifications", "Authorization: Bearer \(key)\r\nContent-Type: application/json\r\n")
+                #expect(provider.hasPrefix("HTTP/1.1 413"), "\(provider.prefix(200))")
+                #expect(provider.contains("api_max_json_body"))
+                let chat = try await chunked("/api.php", "Content-Type: application/x-www-form-urlencoded\r\n")
+                #expect(chat.hasPrefix("HTTP/1.1 413"), "\(chat.prefix(200))")
+                #expect(chat.contains("Request body too large"))
+                #expect(try await api.count("push_queue") == 0)
+                #expect(try await api.count("notifications") == 0)
+            }
+        }
+    }
 }

@@ -106,6 +106,9 @@ struct ProviderController: Sendable {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit { throw tooLarge }
         do {
             return Array(buffer: try await request.body.collect(upTo: limit))
+        } catch is NIOTooManyBytesError {
+            // A chunked body (no Content-Length) that grew past the limit.
+            throw tooLarge
         } catch let error as HTTPError where error.status == .contentTooLarge {
             throw tooLarge
         }
