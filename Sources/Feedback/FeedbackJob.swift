@@ -118,9 +118,11 @@ public struct FeedbackJob: Sendable {
                     "database error while storing \(read.tuples.count) feedback tuples (the service will not send them again): \(Self.describe(error))"
             )
         }
-        try await checkPruneLimit(store)
+        // The limit is checked on one snapshot of the reports and exactly those are handled: reports that arrive
+        // meanwhile (the daemon's 410s) wait for the next run instead of slipping past the check.
+        let reports = try await checkPruneLimit(store)
         do {
-            let applied = try await store.applyInvalidTokens()
+            let applied = try await store.applyInvalidTokens(reports)
             report.deletedByFeedback = applied.feedback.deleted
             report.keptByFeedback = applied.feedback.kept
             report.invalidTokensProcessed = applied.daemon.processed
@@ -137,19 +139,19 @@ public struct FeedbackJob: Sendable {
 
     /// Refuses a run that would delete more users than `feedback_max_prune` allows, unless `--force`: a sudden mass of
     /// reports is a misconfiguration far more often than users leaving. The reports stay pending.
-    func checkPruneLimit(_ store: FeedbackStore) async throws {
-        let pending: (wouldDelete: Int, usersWithToken: Int)
+    func checkPruneLimit(_ store: FeedbackStore) async throws -> FeedbackStore.PendingReports {
+        let pending: FeedbackStore.PendingReports
         do {
-            pending = try await store.pendingDeletions()
+            pending = try await store.pendingReports()
         } catch {
             throw FeedbackError(code: .database, reason: "database error while counting deletions: \(Self.describe(error))")
         }
         let limit = configuration.feedbackMaxPrune.limit(usersWithToken: pending.usersWithToken)
-        guard pending.wouldDelete > limit else { return }
+        guard pending.wouldDelete > limit else { return pending }
         let summary = "the reports would delete \(pending.wouldDelete) of \(pending.usersWithToken) users with a token"
         if force {
             logger.warning("\(summary), more than feedback_max_prune (\(configuration.feedbackMaxPrune)); deleting them (--force)")
-            return
+            return pending
         }
         throw FeedbackError(
             code: .tooManyDeletions,

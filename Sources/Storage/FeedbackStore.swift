@@ -54,35 +54,57 @@ public struct FeedbackStore: Sendable {
         }
     }
 
-    /// What handling the pending reports would delete, and how many users have a token (for `feedback_max_prune`):
-    /// chat users and registered devices together.
-    public func pendingDeletions() async throws -> (wouldDelete: Int, usersWithToken: Int) {
+    /// The pending reports as one statement saw them: each token with its report's time (microseconds since 1970,
+    /// exact where a `Date` would round), so that exactly these are handled and a report added or renewed meanwhile
+    /// waits for the next run.
+    public struct PendingReports: Sendable, Equatable {
+        public var tokens: [String] = []
+        public var reportedAt: [Int64] = []
+        /// Users handling them would delete (chat users and registered devices).
+        public var wouldDelete = 0
+        /// Users with a token (for a `feedback_max_prune` given as a share).
+        public var usersWithToken = 0
+    }
+
+    /// The pending reports, what handling them would delete, and how many users have a token: one snapshot, which
+    /// ``applyInvalidTokens(_:)`` then handles and nothing else.
+    public func pendingReports() async throws -> PendingReports {
         let rows = try await client.query(
             """
-            SELECT (SELECT count(*) FROM active_users u JOIN invalid_tokens p
-                    ON p.processed_at IS NULL AND u.device_token = p.device_token AND u.token_updated_at < p.reported_at)
-                   + (SELECT count(*) FROM devices d JOIN invalid_tokens p
-                    ON p.processed_at IS NULL AND d.device_token = p.device_token AND d.updated_at < p.reported_at),
+            WITH p AS (
+                SELECT device_token, reported_at FROM invalid_tokens WHERE processed_at IS NULL
+            )
+            SELECT coalesce((SELECT array_agg(device_token ORDER BY reported_at) FROM p), '{}'),
+                   coalesce((SELECT array_agg((extract(epoch FROM reported_at) * 1000000)::bigint ORDER BY reported_at) FROM p), '{}'),
+                   (SELECT count(*) FROM active_users u JOIN p ON u.device_token = p.device_token AND u.token_updated_at < p.reported_at)
+                   + (SELECT count(*) FROM devices d JOIN p ON d.device_token = p.device_token AND d.updated_at < p.reported_at),
                    (SELECT count(*) FROM active_users WHERE device_token <> '0') + (SELECT count(*) FROM devices)
             """,
             logger: logger
         )
-        for try await (wouldDelete, withToken) in rows.decode((Int64, Int64).self) { return (Int(wouldDelete), Int(withToken)) }
-        return (0, 0)
+        for try await (tokens, times, wouldDelete, withToken) in rows.decode(([String], [Int64], Int64, Int64).self) {
+            return PendingReports(tokens: tokens, reportedAt: times, wouldDelete: Int(wouldDelete), usersWithToken: Int(withToken))
+        }
+        return PendingReports()
     }
 
-    /// Handles the pending reports (feedback tuples and the push daemon's invalid tokens) by Apple's rule: a chat user
-    /// or a registered device is deleted only if the token was last registered before the report. Marks them processed; one statement per batch.
-    public func applyInvalidTokens() async throws -> (feedback: Counts, daemon: Counts) {
+    /// Handles the reports ``pendingReports()`` saw (feedback tuples and the push daemon's invalid tokens) by Apple's
+    /// rule: a chat user or a registered device is deleted only if the token was last registered before the report.
+    /// Marks them processed; one statement per batch. A report renewed since (another `reported_at`) is left pending.
+    public func applyInvalidTokens(_ reports: PendingReports) async throws -> (feedback: Counts, daemon: Counts) {
         var feedback = Counts()
         var daemon = Counts()
-        while true {
+        for start in stride(from: 0, to: reports.tokens.count, by: Self.batchSize) {
+            let end = min(start + Self.batchSize, reports.tokens.count)
+            let (tokens, times) = (Array(reports.tokens[start..<end]), Array(reports.reportedAt[start..<end]))
             let rows = try await client.query(
                 """
                 WITH pending AS (
-                    SELECT device_token, reported_at, source = \(Self.feedbackSource) AS feedback FROM invalid_tokens
-                    WHERE processed_at IS NULL
-                    ORDER BY reported_at LIMIT \(Self.batchSize) FOR UPDATE SKIP LOCKED
+                    SELECT i.device_token, i.reported_at, i.source = \(Self.feedbackSource) AS feedback
+                    FROM invalid_tokens i JOIN unnest(\(tokens)::text[], \(times)::bigint[]) AS c(device_token, micros)
+                    ON i.device_token = c.device_token AND (extract(epoch FROM i.reported_at) * 1000000)::bigint = c.micros
+                    WHERE i.processed_at IS NULL
+                    FOR UPDATE OF i SKIP LOCKED
                 ), deleted AS (
                     DELETE FROM active_users u USING pending p
                     WHERE u.device_token = p.device_token AND u.token_updated_at < p.reported_at
@@ -109,9 +131,7 @@ public struct FeedbackStore: Sendable {
                 """,
                 logger: logger
             )
-            var processed = 0
             for try await (mf, md, df, dd, kf, kd) in rows.decode((Int64, Int64, Int64, Int64, Int64, Int64).self) {
-                processed = Int(mf + md)
                 feedback.processed += Int(mf)
                 daemon.processed += Int(md)
                 feedback.deleted += Int(df)
@@ -119,7 +139,7 @@ public struct FeedbackStore: Sendable {
                 feedback.kept += Int(kf)
                 daemon.kept += Int(kd)
             }
-            if processed < Self.batchSize { return (feedback, daemon) }
         }
+        return (feedback, daemon)
     }
 }

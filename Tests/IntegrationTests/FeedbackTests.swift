@@ -239,6 +239,53 @@ import Testing
         }
     }
 
+    /// The limit applies to the reports it checked: reports added after the check (the daemon's 410s arriving
+    /// meanwhile) or renewed since wait for the next run, where the limit is checked again.
+    @Test func reportsAddedAfterTheLimitCheckWaitForTheNextRun() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, Array(1...20), registeredAgo: 2 * 86_400)
+            @Sendable func report(_ numbers: ClosedRange<Int>, _ ago: String) async throws {
+                try await TestDatabase.withConnection(harness.url) { connection in
+                    for n in numbers {
+                        try await connection.query(
+                            """
+                            INSERT INTO invalid_tokens (device_token, reported_at, source)
+                            VALUES (\(PushHarness.token(n)), now() - \(ago)::interval, 'http2 410 Unregistered')
+                            ON CONFLICT (device_token) DO UPDATE SET reported_at = EXCLUDED.reported_at, processed_at = NULL
+                            """,
+                            logger: TestDatabase.logger
+                        )
+                    }
+                }
+            }
+            try await report(1...2, "1 hour")
+            let client = Database.makeClient(
+                url: harness.url,
+                applicationName: "pushchat-tests",
+                keepOpen: false,
+                logger: TestDatabase.logger
+            )
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                let store = FeedbackStore(client: client, logger: TestDatabase.logger)
+                let checked = try await store.pendingReports()
+                #expect(checked.wouldDelete == 2, "within a limit of, say, 2")
+                #expect(checked.tokens == [PushHarness.token(1), PushHarness.token(2)])
+                // Between the check and the deletions: 8 new reports, and token 2's report renewed.
+                try await report(3...10, "10 minutes")
+                try await report(2...2, "5 minutes")
+                let applied = try await store.applyInvalidTokens(checked)
+                #expect(applied.daemon.processed == 1, "only token 1's report is as it was checked")
+                #expect(applied.daemon.deleted == 1)
+                #expect(try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM active_users", as: Int64.self) == 19)
+                let next = try await store.pendingReports()
+                #expect(next.tokens.count == 9, "the renewed one and the 8 new ones wait for the next run's check")
+                #expect(next.wouldDelete == 9)
+                group.cancelAll()
+            }
+        }
+    }
+
     @Test func garbageFromTheServiceDeletesNothing() async throws {
         try await PushHarness.run { harness in
             try await Self.addUsers(harness, [1], registeredAgo: 2 * 86_400)
