@@ -134,8 +134,14 @@ final class Outcomes: Sendable {
             done.invalidTokens = batch.invalidTokens
             try await queue.release(batch.released)
             done.released = batch.released
-            try await queue.postpone(batch.deferred)
+            let exhausted = try await queue.postpone(batch.deferred, limit: queue.retryLimit)
             done.deferred = batch.deferred
+            if exhausted > 0 {
+                metrics.failed(reason: "retries_exhausted", count: exhausted)
+                logger.warning(
+                    "Gave up on \(exhausted) notifications after push_max_attempts attempts or push_max_age of retryable answers"
+                )
+            }
             held.remove(batch.ids)
             return true
         } catch {

@@ -120,7 +120,8 @@ public final class PushService: Service, Sendable {
     }
 
     func makeContext(status: PushStatus) -> WorkerContext {
-        let queue = PushQueue(database: database, instance: instance, lease: configuration.push.lease, logger: logger)
+        var queue = PushQueue(database: database, instance: instance, lease: configuration.push.lease, logger: logger)
+        queue.retryLimit = PushQueue.RetryLimit(attempts: configuration.push.maxAttempts, age: configuration.push.maxAge)
         let signal = QueueSignal()
         let held = HeldRows()
         return WorkerContext(

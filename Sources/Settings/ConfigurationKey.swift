@@ -63,6 +63,8 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case pushLease = "push_lease"
     case pushSettle = "push_settle"
     case pushMaxRetries = "push_max_retries"
+    case pushMaxAttempts = "push_max_attempts"
+    case pushMaxAge = "push_max_age"
     case pushStallTimeout = "push_stall_timeout"
 
     /// The key as written in the configuration file.

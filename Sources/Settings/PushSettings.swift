@@ -29,6 +29,10 @@ public struct PushSettings: Sendable {
     public var settle: Duration = .milliseconds(500)
     /// Resends after a processing error (status 1 or 255) before a row is failed (`push_max_retries`). Default 3.
     public var maxRetries = 3
+    /// Writes to APNs after which a retryable answer (HTTP/2 429 or 5xx) fails the row (`push_max_attempts`). Default 10.
+    public var maxAttempts = 10
+    /// Age after which a retryable answer fails a row without an expiration of its own (`push_max_age`). Default 24 h.
+    public var maxAge: Duration = .seconds(86_400)
     /// Where the daemon serves `/healthz`, `/readyz` and `/metrics` (`push_status_host`). Default 127.0.0.1:
     /// loopback only.
     public var statusHost = "127.0.0.1"
@@ -58,6 +62,8 @@ public struct PushSettings: Sendable {
         lease = try Configuration.duration(.pushLease, source) ?? lease
         settle = try Configuration.duration(.pushSettle, source) ?? settle
         maxRetries = try Configuration.integer(.pushMaxRetries, source, in: 0...100) ?? maxRetries
+        maxAttempts = try Configuration.integer(.pushMaxAttempts, source, in: 1...1000) ?? maxAttempts
+        maxAge = try Configuration.duration(.pushMaxAge, source) ?? maxAge
         if let host = source.value(.pushStatusHost) {
             guard !host.isEmpty, !host.contains(where: \.isWhitespace) else {
                 throw Configuration.invalid(.pushStatusHost, source, "expected a host name or IP address")

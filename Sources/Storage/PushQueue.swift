@@ -46,6 +46,8 @@ public struct PushQueue: Sendable {
     public let instance: String
     let lease: Duration
     let logger: Logger
+    /// When retryable answers stop being retried.
+    public var retryLimit = RetryLimit()
     /// Where this daemon's next claim starts (shared by its connections).
     let cursor: CursorBox
 
@@ -189,21 +191,55 @@ public struct PushQueue: Sendable {
         }
     }
 
+    /// How long retryable answers (429, 5xx) are tried again before a row is failed.
+    public struct RetryLimit: Sendable, Equatable {
+        /// Attempts (writes to APNs) after which a retryable answer fails the row (`push_max_attempts`).
+        public var attempts: Int
+        /// Age after which a retryable answer fails a row that has no expiration of its own (or 0, "once")
+        /// (`push_max_age`); a row with an expiration is failed `expired` once past it.
+        public var age: Duration
+
+        public init(attempts: Int = 10, age: Duration = .seconds(86_400)) {
+            self.attempts = attempts
+            self.age = age
+        }
+    }
+
     /// Keeps rows off the queue for their delay (an unrenewed lease: ``reclaimExpired()`` returns them), recording
-    /// why in `last_status`/`last_error`.
-    public func postpone(_ deferrals: [Deferral]) async throws {
-        guard !deferrals.isEmpty else { return }
+    /// why in `last_status`/`last_error`; a row past ``RetryLimit`` is failed instead (`last_error` says so).
+    /// Returns how many were failed.
+    @discardableResult
+    public func postpone(_ deferrals: [Deferral], limit: RetryLimit = RetryLimit()) async throws -> Int {
+        guard !deferrals.isEmpty else { return 0 }
         let seconds = deferrals.map(\.delay.seconds)
-        try await client.query(
+        let rows = try await client.query(
             """
-            UPDATE push_queue q SET claimed_by = 'retry-later', claimed_until = now() + make_interval(secs => d.seconds),
-                last_status = d.status, last_error = d.reason
-            FROM unnest(\(deferrals.map(\.messageID))::int8[], \(seconds)::float8[], \(deferrals.map(\.status))::text[],
-                \(deferrals.map(\.reason))::text[]) AS d(id, seconds, status, reason)
-            WHERE q.message_id = d.id AND q.claimed_by = \(instance) AND q.time_sent IS NULL AND q.time_failed IS NULL
+            WITH d AS (
+                SELECT * FROM unnest(\(deferrals.map(\.messageID))::int8[], \(seconds)::float8[], \(deferrals.map(\.status))::text[],
+                    \(deferrals.map(\.reason))::text[]) AS d(id, seconds, status, reason)
+            ), judged AS (
+                SELECT q.message_id, d.seconds, d.status, d.reason,
+                       q.attempts >= \(limit.attempts)
+                       OR ((q.expiration IS NULL OR q.expiration <= q.time_queued)
+                           AND q.time_queued < now() - make_interval(secs => \(limit.age.seconds))) AS give_up,
+                       q.attempts
+                FROM push_queue q JOIN d ON q.message_id = d.id
+                WHERE q.claimed_by = \(instance) AND q.time_sent IS NULL AND q.time_failed IS NULL
+            )
+            UPDATE push_queue q SET
+                claimed_by = CASE WHEN j.give_up THEN q.claimed_by ELSE 'retry-later' END,
+                claimed_until = CASE WHEN j.give_up THEN NULL ELSE now() + make_interval(secs => j.seconds) END,
+                time_failed = CASE WHEN j.give_up THEN now() END,
+                last_status = j.status,
+                last_error = CASE WHEN j.give_up THEN 'gave up after ' || j.attempts || ' attempts: ' || j.reason ELSE j.reason END
+            FROM judged j WHERE q.message_id = j.message_id
+            RETURNING j.give_up
             """,
             logger: logger
         )
+        var failed = 0
+        for try await giveUp in rows.decode(Bool.self) where giveUp { failed += 1 }
+        return failed
     }
 
     /// Extends the lease of rows still in flight.

@@ -17,6 +17,8 @@ import Testing
         let upper = String(repeating: "AB", count: 32)
         let tokens = try Self.request(#"{"to": {"tokens": ["\#(upper)", "\#(Self.token)"]}, "aps": {"alert": "hi"}}"#)
         #expect(tokens.target == .tokens([Self.token]), "lower-cased, each once")
+        let month = try Self.request(#"{"to": {"all": true}, "aps": {"alert": "x"}, "expiration": 1802592000}"#)
+        #expect(month.expiration == 1_802_592_000, "30 days ahead is the furthest accepted")
         #expect(tokens.pushType == "alert")
         #expect(tokens.priority == nil)
         #expect(tokens.expiration == nil)
@@ -64,6 +66,9 @@ import Testing
         (#"{"to": {"all": true}, "aps": {"alert": "x"}, "push_type": "shout"}"#, 400, "push_type"),
         (#"{"to": {"all": true}, "aps": {"alert": "x"}, "expiration": -1}"#, 400, "expiration"),
         (#"{"to": {"all": true}, "aps": {"alert": "x"}, "expiration": 1000}"#, 400, "expiration"),
+        // More than 30 days after `now` (1,800,000,000): 2,592,001 s ahead; the year 9999 before.
+        (#"{"to": {"all": true}, "aps": {"alert": "x"}, "expiration": 1802592001}"#, 400, "expiration"),
+        (#"{"to": {"all": true}, "aps": {"alert": "x"}, "expiration": 253402300799}"#, 400, "expiration"),
         (#"{"to": {"all": true}, "aps": {"alert": "x"}, "collapse_id": "\#(String(repeating: "c", count: 65))"}"#, 400, "collapse_id"),
         (#"{"to": {"all": true}, "aps": {"alert": "x"}, "topic": "a b"}"#, 400, "topic"),
         (#"{"to": {"all": true}, "aps": {"alert": "x"}, "only_if_badge_changed": true}"#, 400, "only_if_badge_changed"),

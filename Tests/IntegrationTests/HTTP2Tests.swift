@@ -274,6 +274,50 @@ import Testing
         }
     }
 
+    /// Retryable answers are not retried forever: after push_max_attempts writes, or past push_max_age for a row
+    /// without an expiration (expiration 0, "once", counts as none), the row fails saying why.
+    @Test func retryableAnswersGiveUpAfterTheAttemptsOrTheAgeLimit() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.http2.unavailableRequests = 1000  // every request: 503 ServiceUnavailable
+        try await PushHarness.run(simulator: simulator) { harness in
+            let ids = try await harness.queue(3)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                // Row 2: queued 25 hours ago to be delivered once (expiration 0); row 3: an expiration 2 days ahead.
+                try await connection.query(
+                    """
+                    UPDATE push_queue SET time_queued = now() - interval '25 hours', expiration = 'epoch' WHERE message_id = \(ids[1]);
+                    """,
+                    logger: TestDatabase.logger
+                )
+                try await connection.query(
+                    "UPDATE push_queue SET time_queued = now() - interval '25 hours', expiration = now() + interval '2 days' WHERE message_id = \(ids[2])",
+                    logger: TestDatabase.logger
+                )
+            }
+            var (configuration, authentication) = try harness.http2()
+            configuration.push.maxAttempts = 3
+            try await harness.withHTTP2Daemon((configuration, authentication)) {
+                // Row 2 fails at its first answer (too old); rows 1 and 3 at their third (row 3's own expiration is
+                // days ahead, so only the attempts bound it).
+                try await harness.waitUntil(timeout: .seconds(40), "every row has failed") {
+                    try await harness.count("time_failed IS NOT NULL") == 3
+                }
+            }
+            let errors = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT string_agg(attempts || ': ' || last_error, ' | ' ORDER BY message_id) FROM push_queue",
+                as: String.self
+            )
+            #expect(
+                errors
+                    == "3: gave up after 3 attempts: ServiceUnavailable | 1: gave up after 1 attempts: ServiceUnavailable | 3: gave up after 3 attempts: ServiceUnavailable",
+                "\(errors)"
+            )
+            #expect(harness.simulator.state.counters.rejectedByStatus["503 ServiceUnavailable"] == 7)
+            #expect(harness.simulator.state.accepted.isEmpty)
+        }
+    }
+
     @Test func goAwayMidBatchLosesNothing() async throws {
         var simulator = SimulatorTests.configuration()
         simulator.http2.goAwayAfterStreams = 50

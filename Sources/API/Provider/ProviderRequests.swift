@@ -6,6 +6,9 @@ import Support
 
 /// `POST /v1/notifications`, checked: who gets it, the payload and the HTTP/2 options.
 public struct NotificationRequest: Sendable, Equatable {
+    /// The furthest expiration accepted: 30 days (APNs stores a notification no longer, and a row waiting that long
+    /// is a mistake more often than an intent).
+    static let maxExpiration: Double = 30 * 86_400
     /// Who gets it: tokens, registered users' devices, chat users (by udid or room), or everyone.
     public typealias Target = ProviderStore.Target
 
@@ -68,6 +71,9 @@ public struct NotificationRequest: Sendable, Equatable {
             }
             guard seconds == 0 || Double(seconds) >= now.timeIntervalSince1970 else {
                 throw .invalid("expiration", "expiration is in the past")
+            }
+            guard Double(seconds) <= now.timeIntervalSince1970 + Self.maxExpiration else {
+                throw .invalid("expiration", "expiration is more than 30 days ahead (APNs keeps a notification at most that long)")
             }
             expiration = seconds
         } else {
