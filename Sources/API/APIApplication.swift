@@ -27,7 +27,11 @@ public enum APIApplication {
             logger: logger
         )
         let resolver = ClientAddressResolver(trustedProxies: configuration.limits.trustedProxies)
-        let counter = ConnectionCounter(maximum: configuration.limits.maxConnectionsPerIP)
+        let perIP = RateLimiter(rate: configuration.limits.ratePerIP, burst: configuration.limits.burstPerIP)
+        let counter = ConnectionCounter(
+            maximum: configuration.limits.maxConnectionsPerIP,
+            maximumTotal: configuration.limits.maxConnections
+        )
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: AccessLogMiddleware())
         let apiMetrics = APIMetrics(registry: metrics)
@@ -35,7 +39,7 @@ public enum APIApplication {
             store: ChatStore(database: database, logger: logger),
             mode: configuration.mode,
             limits: configuration.limits,
-            perIP: RateLimiter(rate: configuration.limits.ratePerIP, burst: configuration.limits.burstPerIP),
+            perIP: perIP,
             perUDID: RateLimiter(rate: configuration.limits.ratePerUDID, burst: configuration.limits.burstPerUDID),
             fanOut: FanOutBudget(limits: configuration.limits),
             resolver: resolver,
@@ -48,6 +52,8 @@ public enum APIApplication {
             store: ProviderStore(database: database, logger: logger),
             transport: configuration.apns.transport,
             limits: configuration.limits,
+            perIP: perIP,
+            addressKey: { [controller] request, context in controller.addressKey(request, context) },
             metrics: apiMetrics,
             logger: logger
         ).addRoutes(to: router)

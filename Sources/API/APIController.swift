@@ -29,8 +29,15 @@ struct APIController: Sendable {
     func addRoutes(to router: Router<APIRequestContext>) {
         router.post("/api.php") { request, context in try await handle(request, context: context) }
         router.post("/api") { request, context in try await handle(request, context: context) }
-        router.get("/healthz") { _, _ in Response.text(.ok, "ok") }
-        router.get("/readyz") { _, _ in await readiness() }
+        // Cheap as they are, they pass the per-address limiter like every route: a flood of them is still a flood.
+        router.get("/healthz") { request, context in
+            if let wait = perIP.take(addressKey(request, context)) { return Self.tooManyRequests(wait) }
+            return Response.text(.ok, "ok")
+        }
+        router.get("/readyz") { request, context in
+            if let wait = perIP.take(addressKey(request, context)) { return Self.tooManyRequests(wait) }
+            return await readiness()
+        }
     }
 
     /// The tutorial's database check, served with the test pages only.
@@ -54,9 +61,18 @@ struct APIController: Sendable {
         return response
     }
 
-    private func respond(_ request: Request, context: APIRequestContext, command name: inout String) async throws -> Response {
+    /// The key the per-address limits count by: the client (behind trusted proxies, the forwarded one), its IPv6 /64.
+    func addressKey(_ request: Request, _ context: APIRequestContext) -> String {
+        client(request, context)?.limitKey ?? "unknown"
+    }
+
+    func client(_ request: Request, _ context: APIRequestContext) -> ClientAddress? {
         let peer = context.remoteAddress?.ipAddress.flatMap(ClientAddress.init)
-        let client = resolver.client(peer: peer, forwardedFor: request.headers[Self.forwardedFor])
+        return resolver.client(peer: peer, forwardedFor: request.headers[Self.forwardedFor])
+    }
+
+    private func respond(_ request: Request, context: APIRequestContext, command name: inout String) async throws -> Response {
+        let client = client(request, context)
         let addressKey = client?.limitKey ?? "unknown"
         if let wait = perIP.take(addressKey) {
             return Self.tooManyRequests(wait)

@@ -6,8 +6,11 @@ import Settings
 import Storage
 import Support
 
-/// One log line per request: method, path, status, duration and client address.
+/// One log line per request: method, path, status, duration and client address; refusals (4xx) sampled, a line a
+/// second per status with the count of those left out (see ``RefusalSampler``).
 struct AccessLogMiddleware<Context: RequestContext & RemoteAddressRequestContext>: RouterMiddleware {
+    let refusals = RefusalSampler()
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
         let status: HTTPResponse.Status
@@ -33,10 +36,16 @@ struct AccessLogMiddleware<Context: RequestContext & RemoteAddressRequestContext
     }
 
     private func log(_ request: Request, _ context: Context, status: HTTPResponse.Status, since start: ContinuousClock.Instant) {
+        var suffix = ""
+        if (400..<500).contains(status.code) {
+            let (log, suppressed) = refusals.admit(status: status.code)
+            guard log else { return }
+            if suppressed > 0 { suffix = " (and \(suppressed) more \(status.code) answers not logged)" }
+        }
         let elapsed = start.duration(to: .now)
         let milliseconds = elapsed.seconds * 1000
         context.logger.info(
-            "\(request.method) \(Self.loggedPath(request.uri.path)) \(status.code)",
+            "\(request.method) \(Self.loggedPath(request.uri.path)) \(status.code)\(suffix)",
             metadata: [
                 "http.duration_ms": "\(milliseconds)",
                 "client.address": "\(context.remoteAddress?.ipAddress ?? "-")",

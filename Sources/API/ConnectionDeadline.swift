@@ -8,7 +8,9 @@ struct ConnectionDeadline: Sendable, Equatable {
     enum Phase: Sendable, Equatable {
         /// Waiting for a request head; `started` once its first bytes arrived.
         case awaitingHead(started: Bool)
-        case readingBody
+        /// `answered`: the server answered before the body ended (a 404, 401, 413, 429 …); the body still has to end
+        /// within `body`, and then the connection is idle, not waiting for an answer that was already sent.
+        case readingBody(answered: Bool)
         /// The request is in; the answer is ours to send.
         case answering
     }
@@ -36,17 +38,28 @@ struct ConnectionDeadline: Sendable, Equatable {
     }
 
     mutating func headReceived(now: NIODeadline) {
-        phase = .readingBody
+        phase = .readingBody(answered: false)
         deadline = now + body
     }
 
-    mutating func requestEnded() {
+    /// The request's last byte is in: the answer is ours to send, or, if it went out already, the connection is idle.
+    mutating func requestEnded(now: NIODeadline) {
+        if phase == .readingBody(answered: true) {
+            phase = .awaitingHead(started: false)
+            deadline = now + idle
+            return
+        }
         phase = .answering
         deadline = nil
     }
 
-    /// The answer is written: the connection may sit idle for the next request.
+    /// The answer is written: the connection may sit idle for the next request (or, answered early, it must still
+    /// finish sending the body within its deadline).
     mutating func answered(now: NIODeadline) {
+        if phase == .readingBody(answered: false) {
+            phase = .readingBody(answered: true)
+            return
+        }
         phase = .awaitingHead(started: false)
         deadline = now + idle
     }

@@ -15,6 +15,7 @@ final class ConnectionGuard {
     let logger: Logger
     private var deadline: ConnectionDeadline?
     private var countedKey: String?
+    private var counted = false
     private var timer: Scheduled<Void>?
     private var isOpen = false
     private weak var context: ChannelHandlerContext?
@@ -33,14 +34,30 @@ final class ConnectionGuard {
         guard !isOpen else { return }
         isOpen = true
         self.context = context
-        if let peer = context.channel.remoteAddress?.ipAddress.flatMap(ClientAddress.init), !resolver.isTrusted(peer) {
-            let key = peer.limitKey
-            guard counter.open(key) else {
-                logger.notice("Refused a connection: \(key) already holds \(counter.maximum) (api_max_connections_per_ip)")
-                context.close(promise: nil)
-                return
+        let peer = context.channel.remoteAddress?.ipAddress.flatMap(ClientAddress.init)
+        let key = peer.flatMap { resolver.isTrusted($0) ? nil : $0.limitKey }
+        switch counter.open(key) {
+        case .address?:
+            let (log, more) = counter.refusals.admit(status: 1)
+            if log {
+                logger.notice(
+                    "Refused a connection: \(key ?? "-") already holds \(counter.maximum) (api_max_connections_per_ip)\(more > 0 ? "; \(more) more refused" : "")"
+                )
             }
+            context.close(promise: nil)
+            return
+        case .total?:
+            let (log, more) = counter.refusals.admit(status: 2)
+            if log {
+                logger.notice(
+                    "Refused a connection: \(counter.maximumTotal) are open (api_max_connections)\(more > 0 ? "; \(more) more refused" : "")"
+                )
+            }
+            context.close(promise: nil)
+            return
+        case nil:
             countedKey = key
+            counted = true
         }
         deadline = ConnectionDeadline(
             header: Self.timeAmount(limits.headerTimeout),
@@ -55,7 +72,8 @@ final class ConnectionGuard {
         timer?.cancel()
         timer = nil
         deadline = nil
-        if let countedKey { counter.close(countedKey) }
+        if counted { counter.close(countedKey) }
+        counted = false
         countedKey = nil
     }
 
@@ -136,7 +154,7 @@ final class ConnectionGuard {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
             case .head: guardian.update { $0.headReceived(now: .now()) }
-            case .end: guardian.update { $0.requestEnded() }
+            case .end: guardian.update { $0.requestEnded(now: .now()) }
             case .body: break
             }
             context.fireChannelRead(data)

@@ -26,6 +26,9 @@ public struct APILimits: Sendable {
     /// Connections open at once from one client address (`api_max_connections_per_ip`; 0: no limit, behind a proxy
     /// that is every client). Default 64.
     public var maxConnectionsPerIP = 64
+    /// Connections open at once from all addresses together (`api_max_connections`; 0: no limit), well below the
+    /// units' `LimitNOFILE=65536`, so a flood from many addresses cannot take every descriptor. Default 10,000.
+    public var maxConnections = 10_000
     /// How long a client may take to send a request's head (`api_header_timeout`), its body (`api_body_timeout`),
     /// and how long a kept-alive connection may sit idle (`api_idle_timeout`). Defaults 30 s, 30 s, 60 s.
     public var headerTimeout: Duration = .seconds(30)
@@ -45,6 +48,7 @@ public struct APILimits: Sendable {
         limits.fanOutPerIP = 0
         limits.fanOutPerUDID = 0
         limits.maxConnectionsPerIP = 0
+        limits.maxConnections = 0
         return limits
     }
 
@@ -62,6 +66,10 @@ public struct APILimits: Sendable {
         if let count = try Self.number(.apiMaxConnectionsPerIP, source) {
             guard count == count.rounded() else { throw Configuration.invalid(.apiMaxConnectionsPerIP, source, "expected a whole number") }
             maxConnectionsPerIP = Int(count)
+        }
+        if let count = try Self.number(.apiMaxConnections, source) {
+            guard count == count.rounded() else { throw Configuration.invalid(.apiMaxConnections, source, "expected a whole number") }
+            maxConnections = Int(count)
         }
         headerTimeout = try Configuration.duration(.apiHeaderTimeout, source, maximum: .seconds(300)) ?? headerTimeout
         bodyTimeout = try Configuration.duration(.apiBodyTimeout, source, maximum: .seconds(300)) ?? bodyTimeout

@@ -39,6 +39,31 @@ import Testing
         }
     }
 
+    /// Made-up provider keys and health checks pass the per-address limiter too: past the burst they get 429 before
+    /// any key lookup.
+    @Test func madeUpKeysAndHealthChecksAreLimitedPerAddress() async throws {
+        var limits = APILimits.unlimited
+        limits.ratePerIP = 1
+        limits.burstPerIP = 10
+        try await Self.run(limits) { api in
+            var statuses: [Int] = []
+            for n in 1...15 {
+                let answer = try await ProviderAPITests.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: "made-up-\(n)",
+                    #"{"to": {"all": true}, "aps": {"alert": "x"}}"#
+                )
+                statuses.append(answer.status)
+            }
+            #expect(statuses.filter { $0 == 401 }.count >= 10 && statuses.filter { $0 == 401 }.count <= 11, "\(statuses)")
+            #expect(statuses.suffix(4).allSatisfy { $0 == 429 }, "\(statuses)")
+            #expect(try await api.get("/readyz").status == .tooManyRequests)
+            #expect(try await api.get("/healthz").status == .tooManyRequests)
+        }
+    }
+
     @Test func oneDeviceIsLimitedOnItsOwn() async throws {
         var limits = APILimits.unlimited
         limits.ratePerUDID = 0.05  // one token per 20 s: nothing refills during the test, however loaded the machine

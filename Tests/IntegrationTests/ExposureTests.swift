@@ -77,6 +77,42 @@ import Testing
         }
     }
 
+    /// An answer sent before the body ended (`GET /healthz` with `Content-Length: 1`), then the last byte: the connection
+    /// is idle and closed after the idle limit (before, it had no deadline left and stayed open for good). And all
+    /// addresses together hold at most `api_max_connections`.
+    @Test func earlyAnswersKeepTheirDeadlinesAndAllAddressesTogetherAreCapped() async throws {
+        var limits = APILimits.unlimited
+        limits.headerTimeout = .seconds(2)
+        limits.bodyTimeout = .seconds(2)
+        limits.idleTimeout = .milliseconds(1500)
+        limits.maxConnections = 30
+        try await Self.run(limits) { api in
+            let port = try #require(api.client.port)
+            var early: [any Channel] = []
+            for n in 0..<24 {
+                early.append(
+                    try await Self.connect(
+                        port: port,
+                        from: "127.0.0.\(n % 3 + 1)",
+                        sending: "GET \(n % 2 == 0 ? "/healthz" : "/nowhere") HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n"
+                    )
+                )
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            for channel in early { try await channel.writeAndFlush(ByteBuffer(string: "x")).get() }
+            let sent = ContinuousClock.now
+            for channel in early { #expect(await Self.closedWithin(channel, .seconds(4)), "closed by the idle limit") }
+            #expect(sent.duration(to: .now) >= .milliseconds(1200), "not before the idle limit")
+            // 36 from four addresses: the server keeps 30 (the test client's own connection may hold one of them).
+            var held: [any Channel] = []
+            for n in 0..<36 { held.append(try await Self.connect(port: port, from: "127.0.0.\(n % 4 + 1)")) }
+            try await Task.sleep(for: .milliseconds(300))
+            let open = held.filter { $0.isActive }.count
+            #expect(open == 29 || open == 30, "\(open) open: api_max_connections is 30 over all addresses")
+            for channel in held { try? await channel.close() }
+        }
+    }
+
     @Test func aBodyThatNeverCompletesIsCutAndWritesNothing() async throws {
         var limits = APILimits.unlimited
         limits.bodyTimeout = .milliseconds(500)

@@ -21,6 +21,9 @@ struct ProviderController: Sendable {
     let transport: APNsTransport
     let limits: APILimits
     let keyLimits = KeyLimits()
+    /// The per-address limiter the chat API uses, passed before the key is looked up: made-up keys cost a lookup each.
+    let perIP: RateLimiter
+    let addressKey: @Sendable (Request, APIRequestContext) -> String
     let metrics: APIMetrics
     let logger: Logger
 
@@ -55,6 +58,9 @@ struct ProviderController: Sendable {
         let start = ContinuousClock.now
         let response: Response
         do {
+            if let wait = perIP.take(addressKey(request, context)) {
+                throw ProviderError.tooManyRequests(wait, "too many requests from this address")
+            }
             let key = try await authenticate(request)
             let (requests, _) = keyLimits.limiters(for: key)
             if let wait = requests.take(key.name) {
