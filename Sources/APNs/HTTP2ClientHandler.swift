@@ -92,6 +92,16 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
         return true
     }
 
+    /// The most bytes of one answer's body kept (Apple's are `{"reason":"…","timestamp":…}`).
+    static let maxAnswerBody = 4096
+
+    /// Appends what fits under ``maxAnswerBody``: what a peer sends past it is dropped, not kept (a 10 MB answer per
+    /// stream would hold a window's worth of them in memory).
+    static func append(_ bytes: ByteBufferView, to body: inout [UInt8]) {
+        let room = maxAnswerBody - body.count
+        if room > 0 { body += bytes.prefix(room) }
+    }
+
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         lastRead = .now()
@@ -100,7 +110,9 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
             if let status = headers.headers.first(name: ":status").flatMap(Int.init) { streams[frame.streamID]?.status = status }
             if headers.endStream { complete(frame.streamID) }
         case .data(let data):
-            if case .byteBuffer(let buffer) = data.data { streams[frame.streamID]?.body += buffer.readableBytesView }
+            if case .byteBuffer(let buffer) = data.data, streams[frame.streamID] != nil {
+                Self.append(buffer.readableBytesView, to: &streams[frame.streamID]!.body)
+            }
             if data.endStream { complete(frame.streamID) }
         case .rstStream(let code):
             abandon(frame.streamID, because: "stream reset (\(code))")

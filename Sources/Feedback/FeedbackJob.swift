@@ -19,6 +19,8 @@ public struct FeedbackJob: Sendable {
     let timeout: Duration
     /// Delete even more users than `feedback_max_prune` allows (`--force`).
     let force: Bool
+    /// The most feedback tuples one run reads (see ``FeedbackServiceClient``).
+    var maxTuples = 1_000_000
     let logger: Logger
 
     public init(
@@ -79,7 +81,8 @@ public struct FeedbackJob: Sendable {
         if let tls {
             let service = FeedbackServiceClient(
                 connector: BinaryConnector(endpoint: configuration.apns.feedback, tls: tls, timeout: .seconds(10)),
-                timeout: timeout
+                timeout: timeout,
+                maxTuples: maxTuples
             )
             logger.info("Connecting to \(configuration.apns.feedback)")
             do {
@@ -99,6 +102,11 @@ public struct FeedbackJob: Sendable {
         if read.uncleanShutdown {
             logger.warning(
                 "The feedback service closed the connection without TLS close_notify after \(read.tuples.count) whole tuples; processing them"
+            )
+        }
+        if read.capped {
+            logger.warning(
+                "The feedback service sent more than \(read.tuples.count) tuples without closing: stopped reading there; handling those"
             )
         }
         if read.truncatedBytes > 0 {

@@ -11,6 +11,8 @@ import Support
 public struct FeedbackRead: Sendable, Equatable {
     /// Every whole tuple.
     public var tuples: [FeedbackTuple] = []
+    /// The service sent more than the cap: reading stopped there.
+    public var capped = false
     /// Bytes at the end that did not make a whole tuple (not processed).
     public var truncatedBytes = 0
     /// The service closed the TCP connection without TLS close_notify. Apple's service closed cleanly; an
@@ -24,9 +26,14 @@ public struct FeedbackServiceClient: Sendable {
     /// The whole read must finish within this time: a service that never closes must not hang cron.
     let timeout: Duration
 
-    public init(connector: BinaryConnector, timeout: Duration) {
+    /// The most tuples one run reads (a tuple is 38 bytes; Apple's service sends what it collected since the last
+    /// read, far fewer): past it the connection is closed and the rest left for the next run.
+    let maxTuples: Int
+
+    public init(connector: BinaryConnector, timeout: Duration, maxTuples: Int = 1_000_000) {
         self.connector = connector
         self.timeout = timeout
+        self.maxTuples = maxTuples
     }
 
     /// The tuples, and how many bytes of an incomplete last tuple were dropped.
@@ -40,9 +47,16 @@ public struct FeedbackServiceClient: Sendable {
                     var buffer = ByteBuffer()
                     var read = FeedbackRead()
                     do {
-                        for try await chunk in inbound {
+                        reading: for try await chunk in inbound {
                             buffer.writeImmutableBuffer(chunk)
-                            while let tuple = try FeedbackTuple.read(from: &buffer) { read.tuples.append(tuple) }
+                            while let tuple = try FeedbackTuple.read(from: &buffer) {
+                                read.tuples.append(tuple)
+                                // A service that never stops sending must not fill the memory in the timeout's time.
+                                if read.tuples.count >= maxTuples {
+                                    read.capped = true
+                                    break reading
+                                }
+                            }
                             buffer.discardReadBytes()
                         }
                     } catch NIOSSLError.uncleanShutdown {

@@ -40,7 +40,7 @@ final class FeedbackHandler: ChannelInboundHandler {
         var buffer = context.channel.allocator.buffer(capacity: tuples.count * 38 + 16)
         for tuple in tuples { tuple.write(into: &buffer) }
         switch fault {
-        case .none, .hang, .unclean:
+        case .none, .hang, .unclean, .endless:
             break
         case .truncated, .uncleanTruncated:
             buffer.writeInteger(UInt32(1_700_000_000))
@@ -51,12 +51,27 @@ final class FeedbackHandler: ChannelInboundHandler {
         }
         logger.debug("Serving \(tuples.count) feedback tuples (fault: \(fault.rawValue))")
         let channel = context.channel
+        if fault == .endless {
+            Self.repeatForever(buffer, on: channel)
+            return
+        }
         context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in
             switch fault {
-            case .hang: break
+            case .hang, .endless: break
             case .unclean, .uncleanTruncated: UncleanCloser.close(channel)
             case .none, .truncated, .garbage: channel.close(promise: nil)
             }
+        }
+    }
+}
+
+extension FeedbackHandler {
+    /// Writes `buffer` again a millisecond after the last write is done, until the connection closes (the pause lets
+    /// the event loop serve everything else).
+    static func repeatForever(_ buffer: ByteBuffer, on channel: any Channel) {
+        guard channel.isActive, buffer.readableBytes > 0 else { return }
+        channel.writeAndFlush(buffer).whenSuccess {
+            channel.eventLoop.scheduleTask(in: .milliseconds(1)) { repeatForever(buffer, on: channel) }
         }
     }
 }

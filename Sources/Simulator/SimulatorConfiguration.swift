@@ -85,6 +85,8 @@ public struct SimulatorConfiguration: Sendable {
         case unclean
         /// Send the tuples and half a tuple, then close without close_notify.
         case uncleanTruncated = "unclean-truncated"
+        /// Send the tuples again and again, never closing (a service gone mad, for the reader's cap).
+        case endless
     }
 
     /// The HTTP/2 listener: how it authenticates and what it injects.

@@ -102,6 +102,28 @@ import Testing
         _ = try channel.finish()
     }
 
+    /// A peer answering with megabytes of body: only the first 4 KiB of it is kept, and the answer is still reported.
+    @Test func anAnswersBodyIsKeptUpToItsCap() async throws {
+        var (channel, handler, events) = try Self.connection()
+        #expect(handler.send([try Self.request(1)]))
+        _ = try Self.read(channel)
+        _ = try Self.read(channel)
+        channel.pipeline.fireChannelRead(NIOAny(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: [":status": "400"])))))
+        let chunk = ByteBuffer(repeating: UInt8(ascii: "x"), count: 1 << 20)
+        for n in 1...10 {
+            channel.pipeline.fireChannelRead(
+                NIOAny(HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(chunk), endStream: n == 10))))
+            )
+        }
+        channel.pipeline.fireChannelReadComplete()
+        guard case .answered(let answers) = await events.next() else { throw CancellationError() }
+        #expect(answers.map(\.result.status) == [400], "reported, with no reason to read in the padding")
+        var body: [UInt8] = []
+        for _ in 1...10 { HTTP2ClientHandler.append(chunk.readableBytesView, to: &body) }
+        #expect(body.count == HTTP2ClientHandler.maxAnswerBody)
+        _ = try channel.finish()
+    }
+
     /// A read carrying a whole window of answers is handed on in pieces, so the worker reuses the first streams
     /// while the rest are decoded (one report per read made the window travel as one cohort at a distance).
     @Test func aReadOfManyAnswersIsReportedInPiecesOf64() async throws {

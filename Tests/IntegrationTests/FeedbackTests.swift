@@ -286,6 +286,24 @@ import Testing
         }
     }
 
+    /// A service that never stops sending: the job stops reading at its cap, closes, and handles what it read.
+    @Test func aServiceThatNeverStopsSendingIsReadUpToTheCap() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addUsers(harness, Array(1...5), registeredAgo: 2 * 86_400)
+            // 5 reports, then 995 tuples of other tokens, sent again and again.
+            let tuples = (1...5).map { Self.tuple($0, at: Self.dayAgo) } + (1000..<1995).map { Self.tuple($0, at: Self.dayAgo) }
+            harness.simulator.state.setFeedback(tuples, fault: .endless)
+            var job = try Self.job(harness, timeout: .seconds(20))
+            job.maxTuples = 50_000
+            let started = ContinuousClock.now
+            let report = try await job.run()
+            #expect(started.duration(to: .now) < .seconds(15), "stopped at the cap, not at the timeout")
+            #expect(report.tuplesRead == 50_000, "50 rounds of 1,000")
+            #expect(report.deletedByFeedback == 5)
+            #expect(try await Self.users(harness) == "")
+        }
+    }
+
     @Test func garbageFromTheServiceDeletesNothing() async throws {
         try await PushHarness.run { harness in
             try await Self.addUsers(harness, [1], registeredAgo: 2 * 86_400)
