@@ -253,6 +253,8 @@ done
 v1 "http://127.0.0.1:44447/v1/notifications/$notification" | grep -q '"sent":1' || die "the notification's status does not say sent"
 [ "$(curl -sS -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer pck_wrong' "http://127.0.0.1:44447/v1/devices?user=ops")" = 401 ] \
     || die "an unknown key was not refused"
+[ "$(v1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:44447/v1/devices?user=ops")" = 403 ] \
+    || die "the guide's key (default scopes) could list devices"
 
 step "the feedback and prune jobs, as their timers run them"
 # The simulator dates its 410 a minute back; Cid registered seconds ago, so Apple's rule would keep him (he

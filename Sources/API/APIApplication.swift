@@ -51,6 +51,7 @@ public enum APIApplication {
         ProviderController(
             store: ProviderStore(database: database, logger: logger),
             transport: configuration.apns.transport,
+            appTopic: configuration.apns.topic,
             limits: configuration.limits,
             perIP: perIP,
             addressKey: { [controller] request, context in controller.addressKey(request, context) },

@@ -28,17 +28,50 @@ struct KeysCommand: AsyncParsableCommand {
         @Argument(help: "Who the key is for: 1 to 64 letters, digits, '.', '-', '_'.")
         var name: String
         @OptionGroup var options: ProcessOptions
-        @Option(name: .customLong("requests-per-minute"), help: "Requests the key may make per minute (0: no limit).")
-        var requestsPerMinute = 0
-        @Option(name: .customLong("recipients-per-minute"), help: "Notifications (recipients) the key may queue per minute (0: no limit).")
-        var recipientsPerMinute = 0
+        @Option(
+            name: .customLong("requests-per-minute"),
+            help: "Requests the key may make per minute (0: no limit; default \(Self.defaultRequests))."
+        )
+        var requestsPerMinute: Int?
+        @Option(
+            name: .customLong("recipients-per-minute"),
+            help: "Notifications (recipients) the key may queue per minute (0: no limit; default \(Self.defaultRecipients))."
+        )
+        var recipientsPerMinute: Int?
+        @Flag(help: "No request or recipient limit (a broadcast to every device must go through in one request).")
+        var unlimited = false
+        @Option(
+            name: .customLong("scope"),
+            help:
+                "What the key may do, repeatable: \(KeyScope.allCases.map(\.rawValue).joined(separator: ", ")) (default: send, devices:write, status)."
+        )
+        var scopes: [String] = []
+
+        /// New keys are limited unless told otherwise: a leaked key cannot queue without bound.
+        static let defaultRequests = 6_000
+        static let defaultRecipients = 100_000
+
+        var limits: (requests: Int, recipients: Int) {
+            if unlimited { return (0, 0) }
+            return (requestsPerMinute ?? Self.defaultRequests, recipientsPerMinute ?? Self.defaultRecipients)
+        }
+
+        var chosenScopes: Set<KeyScope> {
+            scopes.isEmpty ? KeyScope.defaults : Set(scopes.compactMap(KeyScope.init(rawValue:)))
+        }
 
         func validate() throws {
             guard APIKey.isValidName(name) else {
                 throw ValidationError("a key name is 1 to 64 letters, digits, '.', '-' or '_', starting with a letter or digit")
             }
-            guard (0...1_000_000_000).contains(requestsPerMinute), (0...1_000_000_000).contains(recipientsPerMinute) else {
+            guard !unlimited || (requestsPerMinute == nil && recipientsPerMinute == nil) else {
+                throw ValidationError("--unlimited and a per-minute limit contradict each other; give one")
+            }
+            guard (0...1_000_000_000).contains(limits.requests), (0...1_000_000_000).contains(limits.recipients) else {
                 throw ValidationError("limits are whole numbers from 0 (no limit) to 1000000000")
+            }
+            if let unknown = scopes.first(where: { KeyScope(rawValue: $0) == nil }) {
+                throw ValidationError("--scope \(unknown): expected one of \(KeyScope.allCases.map(\.rawValue).joined(separator: ", "))")
             }
         }
 
@@ -50,32 +83,35 @@ struct KeysCommand: AsyncParsableCommand {
                     try await admin.create(
                         name: name,
                         hash: APIKey.hash(key),
-                        requestsPerMinute: requestsPerMinute,
-                        recipientsPerMinute: recipientsPerMinute
+                        requestsPerMinute: limits.requests,
+                        recipientsPerMinute: limits.recipients,
+                        scopes: chosenScopes
                     )
                 else { throw Refusal(reason: "a key named \(name) exists (revoked keys keep their name); choose another name") }
-                let limits = [
-                    requestsPerMinute > 0 ? "\(requestsPerMinute) requests/min" : "unlimited requests",
-                    recipientsPerMinute > 0 ? "\(recipientsPerMinute) recipients/min" : "unlimited recipients",
+                let described = [
+                    limits.requests > 0 ? "\(limits.requests) requests/min" : "unlimited requests",
+                    limits.recipients > 0 ? "\(limits.recipients) recipients/min" : "unlimited recipients",
+                    "scopes \(chosenScopes.sorted().map(\.rawValue).joined(separator: ","))",
                 ]
-                print("Created key \(name) (\(limits.joined(separator: ", "))). Store it now; it is not shown again:")
+                print("Created key \(name) (\(described.joined(separator: ", "))). Store it now; it is not shown again:")
                 print(key)
             }
         }
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List keys: name, limits, created, revoked.")
+        static let configuration = CommandConfiguration(abstract: "List keys: name, limits, scopes, created, revoked.")
         @OptionGroup var options: ProcessOptions
 
         func run() async throws {
             try await QueueCommand.withConnection(options, program: "pushchat-api keys list") { connection, logger in
                 let keys = try await KeyAdmin(connection: connection, logger: logger).list()
-                print("name\trequests/min\trecipients/min\tcreated\trevoked")
+                print("name\trequests/min\trecipients/min\tscopes\tcreated\trevoked")
                 for key in keys {
                     let revoked = key.revokedAt.map { $0.formatted(.iso8601) } ?? "-"
+                    let scopes = key.scopes.sorted().map(\.rawValue).joined(separator: ",")
                     print(
-                        "\(key.name)\t\(key.requestsPerMinute)\t\(key.recipientsPerMinute)\t\(key.createdAt.formatted(.iso8601))\t\(revoked)"
+                        "\(key.name)\t\(key.requestsPerMinute)\t\(key.recipientsPerMinute)\t\(scopes)\t\(key.createdAt.formatted(.iso8601))\t\(revoked)"
                     )
                 }
             }

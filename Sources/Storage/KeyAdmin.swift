@@ -11,6 +11,7 @@ public struct KeyAdmin: Sendable {
         public let recipientsPerMinute: Int
         public let createdAt: Date
         public let revokedAt: Date?
+        public let scopes: Set<KeyScope>
     }
 
     let connection: PostgresConnection
@@ -22,11 +23,17 @@ public struct KeyAdmin: Sendable {
     }
 
     /// Stores a new key by its hash; false when a key of that name exists (revoked or not).
-    public func create(name: String, hash: String, requestsPerMinute: Int, recipientsPerMinute: Int) async throws -> Bool {
+    public func create(
+        name: String,
+        hash: String,
+        requestsPerMinute: Int,
+        recipientsPerMinute: Int,
+        scopes: Set<KeyScope> = KeyScope.defaults
+    ) async throws -> Bool {
         let rows = try await connection.query(
             """
-            INSERT INTO api_keys (name, key_hash, requests_per_minute, recipients_per_minute)
-            VALUES (\(name), \(hash), \(Int32(requestsPerMinute)), \(Int32(recipientsPerMinute)))
+            INSERT INTO api_keys (name, key_hash, requests_per_minute, recipients_per_minute, scopes)
+            VALUES (\(name), \(hash), \(Int32(requestsPerMinute)), \(Int32(recipientsPerMinute)), \(scopes.sorted().map(\.rawValue)))
             ON CONFLICT (name) DO NOTHING RETURNING 1
             """,
             logger: logger
@@ -36,18 +43,21 @@ public struct KeyAdmin: Sendable {
 
     public func list() async throws -> [Listed] {
         let rows = try await connection.query(
-            "SELECT name, requests_per_minute, recipients_per_minute, created_at, revoked_at FROM api_keys ORDER BY name",
+            "SELECT name, requests_per_minute, recipients_per_minute, created_at, revoked_at, scopes FROM api_keys ORDER BY name",
             logger: logger
         )
         var keys: [Listed] = []
-        for try await (name, requests, recipients, created, revoked) in rows.decode((String, Int32, Int32, Date, Date?).self) {
+        for try await (name, requests, recipients, created, revoked, scopes) in rows.decode(
+            (String, Int32, Int32, Date, Date?, [String]).self
+        ) {
             keys.append(
                 Listed(
                     name: name,
                     requestsPerMinute: Int(requests),
                     recipientsPerMinute: Int(recipients),
                     createdAt: created,
-                    revokedAt: revoked
+                    revokedAt: revoked,
+                    scopes: KeyScope.parse(scopes)
                 )
             )
         }

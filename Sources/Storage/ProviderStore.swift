@@ -11,6 +11,10 @@ public struct ProviderStore: Sendable {
         public let name: String
         public let requestsPerMinute: Int
         public let recipientsPerMinute: Int
+        /// What it may do.
+        public var scopes: Set<KeyScope> = Set(KeyScope.allCases)
+
+        public func allows(_ scope: KeyScope) -> Bool { scopes.contains(scope) }
     }
 
     /// A registered device.
@@ -137,11 +141,11 @@ public struct ProviderStore: Sendable {
     /// The unrevoked key whose SHA-256 (hex) is `hash`.
     public func key(hash: String) async throws -> Key? {
         let rows = try await database.query(
-            "SELECT name, requests_per_minute, recipients_per_minute FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL",
+            "SELECT name, requests_per_minute, recipients_per_minute, scopes FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL",
             logger: logger
         )
-        for (name, requests, recipients) in try rows.decode((String, Int32, Int32).self) {
-            return Key(name: name, requestsPerMinute: Int(requests), recipientsPerMinute: Int(recipients))
+        for (name, requests, recipients, scopes) in try rows.decode((String, Int32, Int32, [String]).self) {
+            return Key(name: name, requestsPerMinute: Int(requests), recipientsPerMinute: Int(recipients), scopes: KeyScope.parse(scopes))
         }
         return nil
     }
@@ -275,8 +279,9 @@ public struct ProviderStore: Sendable {
         return .duplicate
     }
 
-    /// A notification's counts (sent, failed, pending) and its first ``failureLimit`` failures; nil if unknown.
-    public func status(id: UUID) async throws -> Status? {
+    /// A notification's counts (sent, failed, pending) and its first ``failureLimit`` failures; nil if unknown or
+    /// queued by another key than `keyName`.
+    public func status(id: UUID, keyName: String) async throws -> Status? {
         let counts = try await database.query(
             """
             SELECT n.recipients,
@@ -284,7 +289,7 @@ public struct ProviderStore: Sendable {
                    count(q.message_id) FILTER (WHERE q.time_failed IS NOT NULL),
                    count(q.message_id) FILTER (WHERE q.time_sent IS NULL AND q.time_failed IS NULL)
             FROM notifications n LEFT JOIN push_queue q ON q.notification_id = n.id
-            WHERE n.id = \(id)
+            WHERE n.id = \(id) AND n.key_name = \(keyName)
             GROUP BY n.recipients
             """,
             logger: logger

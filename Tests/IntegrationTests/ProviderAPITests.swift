@@ -18,14 +18,21 @@ import Testing
     static func token(_ byte: Int) -> String { String(repeating: String(format: "%02x", byte), count: 32) }
 
     /// A key stored as `keys create` stores it; the key itself.
-    static func createKey(_ url: DatabaseURL, name: String = "backend", requests: Int = 0, recipients: Int = 0) async throws -> String {
+    static func createKey(
+        _ url: DatabaseURL,
+        name: String = "backend",
+        requests: Int = 0,
+        recipients: Int = 0,
+        scopes: Set<KeyScope> = Set(KeyScope.allCases)
+    ) async throws -> String {
         let key = APIKey.generate()
         let created = try await TestDatabase.withConnection(url) { connection in
             try await KeyAdmin(connection: connection, logger: TestDatabase.logger).create(
                 name: name,
                 hash: APIKey.hash(key),
                 requestsPerMinute: requests,
-                recipientsPerMinute: recipients
+                recipientsPerMinute: recipients,
+                scopes: scopes
             )
         }
         #expect(created)
@@ -409,6 +416,70 @@ import Testing
                 #expect(chat.contains("Request body too large"))
                 #expect(try await api.count("push_queue") == 0)
                 #expect(try await api.count("notifications") == 0)
+            }
+        }
+    }
+
+    /// A key does what its scopes allow and nothing more: no listing, no broadcast, no other key's status by default;
+    /// a topic outside the app's is refused. Every refusal writes nothing.
+    @Test func keysDoOnlyWhatTheirScopesAllow() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let plain = try await Self.createKey(url, name: "plain", scopes: KeyScope.defaults)
+            let other = try await Self.createKey(url, name: "other")
+            let statusOnly = try await Self.createKey(url, name: "watcher", scopes: [.status])
+            var configuration = APIHarness.configuration(url: url)
+            configuration.apns.topic = "com.example.PushChat"
+            try await APIHarness.run(configuration: configuration) { api in
+                let register = try await Self.call(api, .post, "/v1/devices", key: plain, #"{"token": "\#(Self.token(1))", "user": "ann"}"#)
+                #expect(register.status == 201)
+                let list = try await Self.call(api, .get, "/v1/devices?user=ann", key: plain)
+                #expect(list.status == 403)
+                #expect((list.json["reason"] as? String)?.contains("devices:read") == true, "\(list.json)")
+                #expect(try await Self.call(api, .get, "/v1/devices?user=ann", key: other).status == 200)
+                let before = try await Self.snapshot(api)
+                for target in [#"{"all": true}"#, #"{"room": "secret"}"#, #"{"udids": ["\#(String(repeating: "1", count: 40))"]}"#] {
+                    let refused = try await Self.call(
+                        api,
+                        .post,
+                        "/v1/notifications",
+                        key: plain,
+                        #"{"to": \#(target), "aps": {"alert": "x"}}"#
+                    )
+                    #expect(refused.status == 403, "\(target)")
+                    #expect((refused.json["reason"] as? String)?.contains("broadcast") == true)
+                }
+                let topic = try await Self.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: plain,
+                    #"{"to": {"users": ["ann"]}, "aps": {"alert": "x"}, "topic": "com.example.other"}"#
+                )
+                #expect(topic.status == 400)
+                #expect(topic.json["field"] as? String == "topic")
+                #expect(
+                    try await Self.call(
+                        api,
+                        .post,
+                        "/v1/notifications",
+                        key: statusOnly,
+                        #"{"to": {"users": ["ann"]}, "aps": {"alert": "x"}}"#
+                    ).status == 403
+                )
+                #expect(try await Self.snapshot(api) == before, "refusals write nothing")
+                let sent = try await Self.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: plain,
+                    #"{"to": {"users": ["ann"]}, "aps": {"alert": "x"}, "topic": "com.example.PushChat.voip", "push_type": "voip"}"#
+                )
+                #expect(sent.status == 202, "\(sent.json)")
+                let id = try #require(sent.json["id"] as? String)
+                #expect(try await Self.call(api, .get, "/v1/notifications/\(id)", key: plain).status == 200)
+                #expect(try await Self.call(api, .get, "/v1/notifications/\(id)", key: other).status == 404, "another key's notification")
+                #expect(try await Self.call(api, .delete, "/v1/devices/\(Self.token(1))", key: statusOnly).status == 403)
+                #expect(try await Self.call(api, .delete, "/v1/devices/\(Self.token(1))", key: plain).status == 204)
             }
         }
     }

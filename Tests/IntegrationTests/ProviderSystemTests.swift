@@ -33,8 +33,8 @@ import Testing
     }
 
     /// `pushchat-api keys create NAME MODE`: the key is the last line of standard output.
-    static func createKey(_ name: String, mode: String, environment: [String: String]) throws -> String {
-        let created = try Executable(name: "pushchat-api").run(["keys", "create", name, mode], environment: environment)
+    static func createKey(_ name: String, mode: String, environment: [String: String], _ options: [String] = []) throws -> String {
+        let created = try Executable(name: "pushchat-api").run(["keys", "create", name, mode] + options, environment: environment)
         #expect(created.status == 0, "\(created.standardError)")
         let key = created.standardOutput.split(separator: "\n").last.map(String.init) ?? ""
         #expect(key.hasPrefix(APIKey.prefix) && key.count == 47, "\(created.standardOutput)")
@@ -57,9 +57,17 @@ import Testing
         environment: [String: String],
         payloadLimit: Int
     ) async throws {
-        let key = try createKey("alerting", mode: mode, environment: environment)
+        let scopes = ["--scope", "send", "--scope", "broadcast", "--scope", "devices:write", "--scope", "status", "--unlimited"]
+        let key = try createKey("alerting", mode: mode, environment: environment, scopes)
+        _ = try createKey("plain", mode: mode, environment: environment)
         let listed = try Executable(name: "pushchat-api").run(["keys", "list", mode], environment: environment)
-        #expect(listed.standardOutput.contains("alerting\t0\t0\t"), "\(listed.standardOutput)")
+        #expect(listed.standardOutput.contains("alerting\t0\t0\tsend,broadcast,devices:write,status\t"), "\(listed.standardOutput)")
+        #expect(
+            listed.standardOutput.contains("plain\t6000\t100000\tsend,devices:write,status\t"),
+            "finite limits, no broadcast by default"
+        )
+        let unknown = try Executable(name: "pushchat-api").run(["keys", "create", "x", mode, "--scope", "admin"], environment: environment)
+        #expect(unknown.status != 0 && unknown.standardError.contains("--scope admin"), "\(unknown.standardError)")
         #expect(!listed.standardOutput.contains(key), "the key is shown once, at creation")
         let duplicate = try Executable(name: "pushchat-api").run(["keys", "create", "alerting", mode], environment: environment)
         #expect(duplicate.status == 1)

@@ -19,6 +19,8 @@ struct ProviderController: Sendable {
     let store: ProviderStore
     /// The daemon's interface decides the payload limit (2,048 bytes binary, 4,096 HTTP/2).
     let transport: APNsTransport
+    /// `apns_topic`: a notification's own topic must be it or it with one of Apple's suffixes (nil: not checked).
+    let appTopic: String?
     let limits: APILimits
     let keyLimits = KeyLimits()
     /// The per-address limiter the chat API uses, passed before the key is looked up: made-up keys cost a lookup each.
@@ -29,21 +31,27 @@ struct ProviderController: Sendable {
 
     func addRoutes(to router: Router<APIRequestContext>) {
         router.post("/v1/devices") { request, context in
-            try await endpoint("devices.register", request, context) { key in try await register(request, key: key) }
+            try await endpoint("devices.register", (.devicesWrite, "register devices"), request, context) { key in
+                try await register(request, key: key)
+            }
         }
         router.get("/v1/devices") { request, context in
-            try await endpoint("devices.list", request, context) { _ in try await devices(request) }
+            try await endpoint("devices.list", (.devicesRead, "list devices"), request, context) { _ in try await devices(request) }
         }
         router.delete("/v1/devices/:token") { request, context in
-            try await endpoint("devices.unregister", request, context) { _ in
+            try await endpoint("devices.unregister", (.devicesWrite, "delete devices"), request, context) { _ in
                 try await unregister(context.parameters.get("token") ?? "")
             }
         }
         router.post("/v1/notifications") { request, context in
-            try await endpoint("notifications.send", request, context) { key in try await send(request, key: key) }
+            try await endpoint("notifications.send", (.send, "send notifications"), request, context) { key in
+                try await send(request, key: key)
+            }
         }
         router.get("/v1/notifications/:id") { request, context in
-            try await endpoint("notifications.status", request, context) { _ in try await status(context.parameters.get("id") ?? "") }
+            try await endpoint("notifications.status", (.status, "read notification status"), request, context) { key in
+                try await status(context.parameters.get("id") ?? "", key: key)
+            }
         }
     }
 
@@ -51,6 +59,7 @@ struct ProviderController: Sendable {
     /// counts the request by endpoint and status.
     func endpoint(
         _ name: String,
+        _ scope: (KeyScope, String),
         _ request: Request,
         _ context: APIRequestContext,
         _ body: (ProviderStore.Key) async throws -> Response
@@ -62,6 +71,7 @@ struct ProviderController: Sendable {
                 throw ProviderError.tooManyRequests(wait, "too many requests from this address")
             }
             let key = try await authenticate(request)
+            guard key.allows(scope.0) else { throw ProviderError.missing(scope.0, for: scope.1) }
             let (requests, _) = keyLimits.limiters(for: key)
             if let wait = requests.take(key.name) {
                 throw ProviderError.tooManyRequests(wait, "this key's limit of \(key.requestsPerMinute) requests per minute is spent")
@@ -157,6 +167,19 @@ struct ProviderController: Sendable {
     func send(_ request: Request, key: ProviderStore.Key) async throws -> Response {
         let body = try await body(request)
         let checked = try NotificationRequest(body: body, transport: transport)
+        switch checked.target {
+        case .room, .all, .udids:
+            // Reaches people the caller did not name (and a room's recipient count would confirm a guessed code).
+            guard key.allows(.broadcast) else { throw ProviderError.missing(.broadcast, for: "send to a room, to all or to udids") }
+        case .tokens, .users:
+            break
+        }
+        if let topic = checked.topic, let appTopic, !Self.topic(topic, belongsTo: appTopic) {
+            throw ProviderError.invalid(
+                "topic",
+                "topic must be \(appTopic) or it with one of Apple's suffixes (\(Self.topicSuffixes.joined(separator: ", ")))"
+            )
+        }
         let idempotencyKey = try request.headers[Self.idempotencyHeader].map { value throws(ProviderError) in
             guard !value.isEmpty, value.utf8.count <= 255, value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
                 throw .invalid("Idempotency-Key", "Idempotency-Key must be 1 to 255 printable ASCII characters")
@@ -249,13 +272,23 @@ struct ProviderController: Sendable {
         return response
     }
 
-    func status(_ id: String) async throws -> Response {
+    /// A notification's status, for the key that queued it (another key's is 404, as an unknown id).
+    func status(_ id: String, key: ProviderStore.Key) async throws -> Response {
         guard let uuid = UUID(uuidString: id),
-            let status = try await database({ store in try await store.status(id: uuid) })
+            let status = try await database({ store in try await store.status(id: uuid, keyName: key.name) })
         else {
             throw ProviderError(.notFound, .notFound, "no notification with this id", field: "id")
         }
         return Self.json(.ok, StatusJSON(status))
+    }
+
+    /// Apple's topic suffixes for the push types that use one (VoIP, complications, file provider, location, PTT).
+    static let topicSuffixes = [
+        ".voip", ".complication", ".pushkit.fileprovider", ".location-query", ".voip-ptt", ".push-type.liveactivity",
+    ]
+
+    static func topic(_ topic: String, belongsTo app: String) -> Bool {
+        topic == app || topicSuffixes.contains { topic == app + $0 }
     }
 
     // MARK: answers

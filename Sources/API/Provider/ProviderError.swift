@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Storage
 import Support
 
 /// A refused provider API request: its status and `{"reason": "...", "field": "..."}`, the one error shape of `/v1`.
@@ -24,6 +25,15 @@ public struct ProviderError: PushChatError, HTTPResponseError, Equatable {
     }
 
     public var description: String { field.map { "\(reason) (\($0))" } ?? reason }
+
+    /// 403: the key lacks `scope`.
+    public static func missing(_ scope: KeyScope, for what: String) -> ProviderError {
+        ProviderError(
+            .forbidden,
+            .forbidden,
+            "this key may not \(what): it needs the scope \(scope.rawValue) (keys create --scope \(scope.rawValue))"
+        )
+    }
 
     public static func invalid(_ field: String?, _ reason: String) -> ProviderError {
         ProviderError(.invalidRequest, .badRequest, reason, field: field)
@@ -49,6 +59,8 @@ public struct ProviderError: PushChatError, HTTPResponseError, Equatable {
 extension ErrorCode where Domain == ProviderError {
     public static let invalidRequest = Self("invalid_request")
     public static let unauthorized = Self("unauthorized")
+    /// The key is valid but lacks the scope this needs (`keys create --scope`).
+    public static let forbidden = Self("forbidden")
     public static let notFound = Self("not_found")
     public static let tooLarge = Self("too_large")
     public static let rateLimited = Self("rate_limited")
