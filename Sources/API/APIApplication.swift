@@ -26,7 +26,10 @@ public enum APIApplication {
             leaseTimeout: databaseTimeout,
             logger: logger
         )
-        let resolver = ClientAddressResolver(trustedProxies: configuration.limits.trustedProxies)
+        let resolver = ClientAddressResolver(
+            trustedProxies: configuration.limits.trustedProxies,
+            ipv6Prefix: configuration.limits.ipv6Prefix
+        )
         let perIP = RateLimiter(rate: configuration.limits.ratePerIP, burst: configuration.limits.burstPerIP)
         let counter = ConnectionCounter(
             maximum: configuration.limits.maxConnectionsPerIP,

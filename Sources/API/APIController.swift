@@ -63,7 +63,7 @@ struct APIController: Sendable {
 
     /// The key the per-address limits count by: the client (behind trusted proxies, the forwarded one), its IPv6 /64.
     func addressKey(_ request: Request, _ context: APIRequestContext) -> String {
-        client(request, context)?.limitKey ?? "unknown"
+        client(request, context).map(resolver.limitKey) ?? "unknown"
     }
 
     func client(_ request: Request, _ context: APIRequestContext) -> ClientAddress? {
@@ -73,7 +73,7 @@ struct APIController: Sendable {
 
     private func respond(_ request: Request, context: APIRequestContext, command name: inout String) async throws -> Response {
         let client = client(request, context)
-        let addressKey = client?.limitKey ?? "unknown"
+        let addressKey = client.map(resolver.limitKey) ?? "unknown"
         if let wait = perIP.take(addressKey) {
             return Self.tooManyRequests(wait)
         }

@@ -35,7 +35,7 @@ final class ConnectionGuard {
         isOpen = true
         self.context = context
         let peer = context.channel.remoteAddress?.ipAddress.flatMap(ClientAddress.init)
-        let key = peer.flatMap { resolver.isTrusted($0) ? nil : $0.limitKey }
+        let key = peer.flatMap { resolver.isTrusted($0) ? nil : resolver.limitKey($0) }
         switch counter.open(key) {
         case .address?:
             let (log, more) = counter.refusals.admit(status: 1)

@@ -29,6 +29,10 @@ public struct APILimits: Sendable {
     /// Connections open at once from all addresses together (`api_max_connections`; 0: no limit), well below the
     /// units' `LimitNOFILE=65536`, so a flood from many addresses cannot take every descriptor. Default 10,000.
     public var maxConnections = 10_000
+    /// How many leading bits group IPv6 clients for every per-address limit (`api_ipv6_prefix`, 32 to 128): a host
+    /// picks any address in its network, so keying by the full address would give it 2^64 budgets. Default 64 (one
+    /// subscriber's LAN); 56 where providers hand each subscriber a /56.
+    public var ipv6Prefix = 64
     /// How long a client may take to send a request's head (`api_header_timeout`), its body (`api_body_timeout`),
     /// and how long a kept-alive connection may sit idle (`api_idle_timeout`). Defaults 30 s, 30 s, 60 s.
     public var headerTimeout: Duration = .seconds(30)
@@ -71,6 +75,7 @@ public struct APILimits: Sendable {
             guard count == count.rounded() else { throw Configuration.invalid(.apiMaxConnections, source, "expected a whole number") }
             maxConnections = Int(count)
         }
+        ipv6Prefix = try Configuration.integer(.apiIPv6Prefix, source, in: 32...128) ?? ipv6Prefix
         headerTimeout = try Configuration.duration(.apiHeaderTimeout, source, maximum: .seconds(300)) ?? headerTimeout
         bodyTimeout = try Configuration.duration(.apiBodyTimeout, source, maximum: .seconds(300)) ?? bodyTimeout
         idleTimeout = try Configuration.duration(.apiIdleTimeout, source, maximum: .seconds(600)) ?? idleTimeout

@@ -27,6 +27,7 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case apiFanoutPerUDID = "api_fanout_per_udid"
     case apiMaxConnectionsPerIP = "api_max_connections_per_ip"
     case apiMaxConnections = "api_max_connections"
+    case apiIPv6Prefix = "api_ipv6_prefix"
     case apiHeaderTimeout = "api_header_timeout"
     case apiBodyTimeout = "api_body_timeout"
     case apiIdleTimeout = "api_idle_timeout"

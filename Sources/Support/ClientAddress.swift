@@ -36,10 +36,20 @@ public struct ClientAddress: Sendable, Hashable, CustomStringConvertible {
     public var isIPv6: Bool { bytes.count == 16 }
 
     /// The key of every limit: the address itself for IPv4, its /64 network for IPv6.
-    public var limitKey: String {
+    public var limitKey: String { limitKey(ipv6Prefix: 64) }
+
+    /// The address itself for IPv4; for IPv6 its network of `ipv6Prefix` bits (`api_ipv6_prefix`: a /56 when the
+    /// clients' providers hand whole /56s to subscribers), as `2001:db8:0:100::/56`.
+    public func limitKey(ipv6Prefix: Int) -> String {
         guard isIPv6 else { return description }
-        let hextets = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
-        return hextets.joined(separator: ":") + "::/64"
+        var masked = bytes
+        for index in 0..<16 {
+            let keep = max(0, min(8, ipv6Prefix - index * 8))
+            masked[index] &= keep == 8 ? 0xFF : UInt8(truncatingIfNeeded: 0xFF << (8 - keep))
+        }
+        let hextets = stride(from: 0, to: 16, by: 2).map { String(UInt16(masked[$0]) << 8 | UInt16(masked[$0 + 1]), radix: 16) }
+        let shown = (ipv6Prefix + 15) / 16
+        return hextets.prefix(shown).joined(separator: ":") + (shown < 8 ? "::" : "") + "/\(ipv6Prefix)"
     }
 
     public var description: String {
@@ -91,8 +101,16 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
 /// to the left).
 public struct ClientAddressResolver: Sendable {
     public let trustedProxies: [CIDR]
+    /// How many leading bits group IPv6 clients for the limits (`api_ipv6_prefix`, default 64).
+    public let ipv6Prefix: Int
 
-    public init(trustedProxies: [CIDR]) { self.trustedProxies = trustedProxies }
+    public init(trustedProxies: [CIDR], ipv6Prefix: Int = 64) {
+        self.trustedProxies = trustedProxies
+        self.ipv6Prefix = ipv6Prefix
+    }
+
+    /// The key the limits count `address` by.
+    public func limitKey(_ address: ClientAddress) -> String { address.limitKey(ipv6Prefix: ipv6Prefix) }
 
     public func isTrusted(_ address: ClientAddress) -> Bool { trustedProxies.contains { $0.contains(address) } }
 

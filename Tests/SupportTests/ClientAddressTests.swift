@@ -9,6 +9,14 @@ import Testing
         #expect(ClientAddress("2001:db8:1:2:aaaa::1")?.limitKey == "2001:db8:1:2::/64")
         #expect(ClientAddress("2001:db8:1:2:bbbb::9")?.limitKey == ClientAddress("2001:db8:1:2::1")?.limitKey)
         #expect(ClientAddress("2001:db8:1:3::1")?.limitKey != ClientAddress("2001:db8:1:2::1")?.limitKey)
+        // api_ipv6_prefix 56: the /64s of one subscriber's /56 share one key, the next /56 does not.
+        let a = ClientAddress("2001:db8:1:2a7::1")!.limitKey(ipv6Prefix: 56)
+        #expect(a == "2001:db8:1:200::/56")
+        #expect(ClientAddress("2001:db8:1:2ff:9::9")!.limitKey(ipv6Prefix: 56) == a)
+        #expect(ClientAddress("2001:db8:1:300::1")!.limitKey(ipv6Prefix: 56) != a)
+        #expect(ClientAddress("2001:db8::5")!.limitKey(ipv6Prefix: 128) == "2001:db8:0:0:0:0:0:5/128")
+        #expect(ClientAddress("2001:db8:ffff::5")!.limitKey(ipv6Prefix: 32) == "2001:db8::/32")
+        #expect(ClientAddress("203.0.113.7")!.limitKey(ipv6Prefix: 56) == "203.0.113.7", "IPv4 whole")
         #expect(ClientAddress("not an address") == nil)
         #expect(ClientAddress("2001:db8::1")?.description == "2001:db8::1")
     }
