@@ -25,15 +25,22 @@ extension DatabaseClient {
                     return true
                 }
                 guard proceed else { throw CancellationError() }
+                // The server's statement_timeout ends a statement before this; only a server that does not answer at
+                // all gets here: the connection is closed (its statement may still be running, so it is not given to
+                // anyone else) and the body fails.
+                let overdue = connection.eventLoop.scheduleTask(in: .nanoseconds(statementLimit.nanoseconds)) {
+                    lease.withLockedValue { $0 = .overdue }
+                    let closing: EventLoopFuture<Void> = connection.close()
+                    closing.whenComplete { _ in }
+                }
+                defer { overdue.cancel() }
                 do {
-                    return try await withDeadline(statementLimit) { try await body(connection) }
-                } catch let error as DeadlineExceeded {
-                    // Its statement may still be running: the connection is not given to anyone else.
-                    try? await connection.close()
+                    return try await body(connection)
+                } catch  where lease.withLockedValue({ $0 }) == .overdue {
                     throw DatabaseError(
                         code: .outcomeUnknown,
                         context: "waiting for the database's answer",
-                        reason: "\(error.reason); the statement may or may not have been carried out"
+                        reason: "no answer within \(statementLimit.formatted); the statement may or may not have been carried out"
                     )
                 }
             }
@@ -59,7 +66,7 @@ extension DatabaseClient {
                 work.cancel()
             }
         } catch {
-            guard lease.withLockedValue({ $0 }) != .leased else { throw error }
+            guard lease.withLockedValue({ $0 }) == .abandoned || lease.withLockedValue({ $0 }) == .waiting else { throw error }
             throw DatabaseError(
                 code: .unavailable,
                 context: "waiting for a database connection",
@@ -106,6 +113,8 @@ enum LeasePhase: Sendable {
     case waiting
     /// The connection is the request's: what happens next is the server's to decide.
     case leased
+    /// The server did not answer within `statement_timeout` + 5 s: the connection was closed under the statement.
+    case overdue
     /// Given up before a connection came (the database went down, or `leaseTimeout`).
     case abandoned
 }

@@ -130,7 +130,7 @@ public final class DatabaseClient: Service, Sendable {
                 if let connection, !connection.isClosed {
                     live = connection
                 } else {
-                    try? await connection?.close()
+                    if let stale = connection { await Self.close(stale) }
                     connection = nil
                     live = try await Database.connect(
                         url: url,
@@ -148,15 +148,21 @@ public final class DatabaseClient: Service, Sendable {
                 health.probeSucceeded()
             } catch {
                 if Task.isCancelled { break probing }
-                try? await connection?.close()
-                connection = nil
                 wasDown = true
                 health.failed(Self.describe(error))
+                if let stale = connection { await Self.close(stale) }
+                connection = nil
             }
             try? await Task.sleep(for: probeInterval)
         }
         // Closed and waited for (postgres-nio asserts that a connection is closed before it goes).
-        try? await connection?.close()
+        if let connection { await Self.close(connection) }
+    }
+
+    /// Closes a connection, waiting at most a second: closing says goodbye to the server, and a server that stopped
+    /// answering would hold the probe here.
+    static func close(_ connection: PostgresConnection) async {
+        _ = try? await withDeadline(.seconds(1)) { try await connection.close() }
     }
 
     static func describe(_ error: any Error) -> String {

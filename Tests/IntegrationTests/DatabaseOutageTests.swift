@@ -65,6 +65,37 @@ import Testing
         }
     }
 
+    /// A server that takes the statement and never answers (frozen): the request stops waiting after statement_timeout
+    /// + 5 s with a 503 that says the outcome is unknown, and does not hang; later requests are refused at once.
+    @Test func aDatabaseThatNeverAnswersEndsTheRequestAfterItsLimit() async throws {
+        try await ScratchCluster.with { cluster in
+            var configuration = APIHarness.configuration(url: try cluster.url(database: "pushchat"), mode: .development)
+            configuration.databaseURL.statementTimeout = .seconds(1)
+            try await APIHarness.run(configuration: configuration) { api in
+                #expect(try await Self.join(api, 1).status == .ok)
+                try cluster.freeze()
+                defer { try? cluster.resume() }
+                let start = ContinuousClock.now
+                let response = try await api.post(["cmd": "join", "udid": Device.udid(2), "token": "0", "name": "B", "code": "room"])
+                let elapsed = start.duration(to: .now)
+                #expect(response.status == .serviceUnavailable)
+                #expect(response.errorDescription?.contains("may or may not have been carried out") == true, "\(response.text)")
+                #expect(elapsed >= .seconds(5) && elapsed < .seconds(10), "statement_timeout + 5 s, took \(elapsed)")
+                let next = try await Self.join(api, 3)
+                #expect(next.status == .serviceUnavailable)
+                #expect(next.elapsed < .seconds(2), "the probe knows by now: refused at once")
+                try cluster.resume()
+                let back = ContinuousClock.now
+                var status = HTTPResponse.Status.serviceUnavailable
+                while status != .ok && back.duration(to: .now) < .seconds(20) {
+                    status = try await Self.join(api, 4).status
+                    if status != .ok { try await Task.sleep(for: .milliseconds(200)) }
+                }
+                #expect(status == .ok, "served again after the server thawed")
+            }
+        }
+    }
+
     @Test func aTimedOutBroadcastWritesNothingAndItsRetryQueuesOnce() async throws {
         try await TestDatabase.withFreshDatabase { url in
             let devices = 400

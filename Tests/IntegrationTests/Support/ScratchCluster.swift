@@ -44,6 +44,16 @@ struct ScratchCluster: Sendable {
         _ = try Self.shell(". scripts/lib/postgres.sh && pg_restart '\(directory)' \(port) tls")
     }
 
+    /// SIGSTOP to the server and its backends: a database that takes connections' bytes and never answers (a hung
+    /// host); `resume()` sends SIGCONT.
+    func freeze() throws {
+        _ = try Self.shell("pid=$(head -n 1 '\(directory)/postmaster.pid'); kill -STOP $pid $(pgrep -P $pid)")
+    }
+
+    func resume() throws {
+        _ = try Self.shell("pid=$(head -n 1 '\(directory)/postmaster.pid'); kill -CONT $pid $(pgrep -P $pid)")
+    }
+
     func remove() {
         _ = try? Self.shell(". scripts/lib/postgres.sh && pg_stop '\(directory)'; rm -rf '\(directory)' '\(directory).tls'")
     }
