@@ -4,7 +4,11 @@
 GRANT CONNECT ON DATABASE pushchat TO pushchat;
 GRANT USAGE ON SCHEMA public TO pushchat;
 GRANT SELECT, INSERT, UPDATE, DELETE ON active_users, messages, push_queue, invalid_tokens TO pushchat;
-GRANT SELECT, INSERT, UPDATE, DELETE ON api_keys, devices, notifications, idempotency_keys TO pushchat;
+GRANT SELECT, INSERT, UPDATE, DELETE ON devices, notifications, idempotency_keys TO pushchat;
+-- Keys are read by the API and written only by `keys create|revoke --role pushchat_owner`: a compromised service
+-- cannot mint itself a key. (REVOKE: earlier versions of this file, and the default privileges below, granted more.)
+GRANT SELECT ON api_keys TO pushchat;
+REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON api_keys FROM pushchat;
 GRANT SELECT ON schema_migrations TO pushchat;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO pushchat;
 -- Tables and sequences later migrations create get the same rights.

@@ -193,6 +193,11 @@ if psql "$service_url" -v ON_ERROR_STOP=1 -qc 'CREATE TABLE intruder ()' >/dev/n
     || psql "$service_url" -v ON_ERROR_STOP=1 -qc 'ALTER TABLE push_queue ADD COLUMN intruder int' >/dev/null 2>&1; then
     die "the services' role may change the schema"
 fi
+psql "$service_url" -qtAc 'SELECT count(*) FROM api_keys' >/dev/null || die "the services' role cannot read the keys"
+if psql "$service_url" -v ON_ERROR_STOP=1 -qc "INSERT INTO api_keys (name, key_hash) VALUES ('intruder', 'x')" >/dev/null 2>&1 \
+    || psql "$service_url" -v ON_ERROR_STOP=1 -qc "UPDATE api_keys SET scopes = '{send,broadcast}'" >/dev/null 2>&1; then
+    die "the services' role may write api_keys"
+fi
 
 # A unit's ExecStart as systemd runs it: in the foreground (a oneshot's run), or started (a service: its pid kept).
 unit() { python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$prefix/deploy/systemd/$1"; }
