@@ -12,6 +12,8 @@ import Support
 
 /// Builds the API server from a configuration, so tests can run exactly what `pushchat-api serve` runs.
 public enum APIApplication {
+    /// - Parameter databaseTimeout: how long a request may wait for a pooled connection (nothing has reached the server
+    ///   yet) before it is answered 503; once its statement is sent, the server's `statement_timeout` decides.
     public static func build(
         configuration: Configuration,
         logger: Logger,
