@@ -13,22 +13,6 @@ struct KeysCommand: AsyncParsableCommand {
         subcommands: [Create.self, List.self, Revoke.self]
     )
 
-    /// `--role`: act as the schema's owner (keys are written by it; the services' role may only read them).
-    struct RoleOption: ParsableArguments {
-        @Option(
-            name: .long,
-            help:
-                "Act as this database role (SET ROLE), the schema's owner, when connected as another (e.g. postgres over the Unix socket)."
-        )
-        var role: String?
-
-        func validate() throws {
-            if let role, role.isEmpty || !role.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) || role.first!.isNumber {
-                throw ValidationError("--role: expected a role name of letters, digits and _, got '\(role)'")
-            }
-        }
-    }
-
     /// A refused keys command: one line, exit 1.
     struct Refusal: PushChatError {
         typealias Code = ErrorCode<Refusal>
@@ -93,7 +77,7 @@ struct KeysCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await QueueCommand.withConnection(options, program: "pushchat-api keys create", role: owner.role) { connection, logger in
+            try await QueueCommand.withConnection(options, program: "pushchat-api keys create", role: owner) { connection, logger in
                 let key = APIKey.generate()
                 let admin = KeyAdmin(connection: connection, logger: logger)
                 guard
@@ -143,7 +127,7 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var owner: RoleOption
 
         func run() async throws {
-            try await QueueCommand.withConnection(options, program: "pushchat-api keys revoke", role: owner.role) { connection, logger in
+            try await QueueCommand.withConnection(options, program: "pushchat-api keys revoke", role: owner) { connection, logger in
                 guard try await KeyAdmin(connection: connection, logger: logger).revoke(name: name) else {
                     throw Refusal(reason: "no unrevoked key named \(name)")
                 }

@@ -20,17 +20,7 @@ struct MigrateCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "List every migration and whether it is applied; change nothing.")
     var status = false
 
-    @Option(
-        name: .long,
-        help: "Act as this database role (SET ROLE), the schema's owner, when connected as another (e.g. postgres over the Unix socket)."
-    )
-    var role: String?
-
-    func validate() throws {
-        if let role, role.isEmpty || !role.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) || role.first!.isNumber {
-            throw ValidationError("--role: expected a role name of letters, digits and _, got '\(role)'")
-        }
-    }
+    @OptionGroup var owner: RoleOption
 
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-api migrate") {
@@ -40,10 +30,7 @@ struct MigrateCommand: AsyncParsableCommand {
             let migrations = try Migration.load(from: configuration.migrationsDirectory)
             try await Database.withConnection(url: configuration.databaseURL, applicationName: "pushchat-migrate", logger: logger) {
                 connection in
-                if let role {
-                    // A validated identifier (letters, digits, _), quoted.
-                    try await connection.query(PostgresQuery(unsafeSQL: "SET ROLE \"\(role.lowercased())\""), logger: logger)
-                }
+                try await owner.apply(to: connection, logger: logger)
                 let migrator = Migrator(connection: connection, migrations: migrations, logger: logger)
                 if status {
                     for entry in try await migrator.status() {

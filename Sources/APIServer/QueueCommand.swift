@@ -28,7 +28,7 @@ struct QueueCommand: AsyncParsableCommand {
     static func withConnection(
         _ options: ProcessOptions,
         program: String,
-        role: String? = nil,
+        role: RoleOption? = nil,
         _ body: (PostgresConnection, Logger) async throws -> Void
     ) async throws {
         try await ProcessFailure.report(program: program) {
@@ -38,10 +38,7 @@ struct QueueCommand: AsyncParsableCommand {
             try await Database.withConnection(url: configuration.databaseURL, applicationName: "pushchat-admin", logger: logger) {
                 connection in
                 do {
-                    if let role {
-                        // A validated identifier (letters, digits, _), quoted: act as the schema's owner.
-                        try await connection.query(PostgresQuery(unsafeSQL: "SET ROLE \"\(role.lowercased())\""), logger: logger)
-                    }
+                    try await role?.apply(to: connection, logger: logger)
                     try await body(connection, logger)
                 } catch let error as any PushChatError {
                     throw error

@@ -66,7 +66,11 @@ extension DatabaseClient {
                 work.cancel()
             }
         } catch {
-            guard lease.withLockedValue({ $0 }) == .abandoned || lease.withLockedValue({ $0 }) == .waiting else { throw error }
+            // Leased (or overdue): the server's error or the unknown outcome, as it is. Otherwise nothing was sent.
+            switch lease.withLockedValue({ $0 }) {
+            case .leased, .overdue: throw error
+            case .waiting, .abandoned: break
+            }
             throw DatabaseError(
                 code: .unavailable,
                 context: "waiting for a database connection",
