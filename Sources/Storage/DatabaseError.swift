@@ -75,6 +75,8 @@ public struct DatabaseError: PushChatError {
             // query_canceled (statement_timeout), lock_not_available (lock_timeout), admin_shutdown, cannot_connect_now
             return ["57014", "55P03", "57P01", "57P02", "57P03"].contains(state)
         }
-        return true
+        // The connection went (the database stopped or the pool closed): unavailable. A decoding failure or a bad
+        // statement is our error: 500.
+        return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown, .poolClosed].contains(error.code)
     }
 }
