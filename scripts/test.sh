@@ -37,16 +37,20 @@ begin() {
 finish() { timings+=("$(printf '%-34s %4d s' "$1" $(($(date +%s) - stage_start)))"); }
 
 pg_ensure_installed
-# PgBouncer for the pooler tests (PoolerTests: every process through transaction pooling), from Debian's packages.
-if ! [ -x /usr/sbin/pgbouncer ]; then
-    echo "==> installing Debian's pgbouncer (the pooler tests)"
-    sudo=""
+# Debian's packages the tests run beside the programs: PgBouncer (PoolerTests, and the deployment test through
+# transaction pooling) and nginx (the deployment test through the guide's proxy example). Their own services, which
+# the packages start, are stopped: the tests run their own on free ports.
+apt_ensure() {
+    local package=$1 program=$2 sudo=""
+    [ -x "$program" ] && return
+    echo "==> installing Debian's $package"
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq pgbouncer >/dev/null
-    # Debian's package starts its own pgbouncer on 6432; the tests run their own.
-    $sudo systemctl disable --now pgbouncer >/dev/null 2>&1 || true
-fi
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$package" >/dev/null
+    $sudo systemctl disable --now "$package" >/dev/null 2>&1 || $sudo service "$package" stop >/dev/null 2>&1 || true
+}
+apt_ensure pgbouncer /usr/sbin/pgbouncer
+if has_stage deploy; then apt_ensure nginx /usr/sbin/nginx; fi
 cluster="$PWD/.local/test-postgres-$$"
 cleanup() {
     pg_stop "$cluster"
@@ -55,7 +59,14 @@ cleanup() {
         echo "==> stage times"
         printf '    %s\n' "${timings[@]}"
     fi
+    # The failures again at the very end, where a log's tail (CI keeps only that) shows them.
+    if [ -f "$swift_log" ] && grep -aq '✘' "$swift_log"; then
+        echo "==> swift test failures (the whole log: $swift_log)"
+        grep -a '✘' "$swift_log" | sed 's/\x1b\[[0-9;]*m//g' | head -n 80
+    fi
 }
+swift_log="$PWD/.local/test-output/swift-test.log"
+rm -f "$swift_log"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -91,7 +102,8 @@ if has_stage swift; then
     begin "swift test"
     # Serial: the binary protocol has no acks, so its fault tests cannot tell a CPU-starved gateway from one that
     # accepted; parallel suites (HTTP/2 load beside binary drops) starve it on 2 cores.
-    swift test --skip-build --no-parallel "$@"
+    mkdir -p "$(dirname "$swift_log")"
+    swift test --skip-build --no-parallel "$@" 2>&1 | tee "$swift_log"
     finish "swift test"
 fi
 
