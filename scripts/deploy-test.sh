@@ -13,10 +13,15 @@
 #      (scripts/lib/unit.py: read-only system but for ReadWritePaths=, private /tmp, no capabilities);
 #   5. two joins and a message arrive at the simulator over HTTP/2; a third device Apple calls unregistered (410)
 #      is deleted by the feedback job, run as its timer runs it; the prune job runs; the metrics file appears;
-#   6. systemd-analyze verify on the units.
+#   6. secrets: the API runs as pushchat-api, which can read neither the APNs key nor apns.env, and its environment
+#      holds no APNs credential;
+#   7. the guide's PgBouncer block (Debian's pgbouncer, transaction pooling, a pool of 2 server connections): three
+#      API processes (drop-ins for their ports) and the daemon through it, chat traffic delivered once each;
+#   8. Debian's nginx with deploy/nginx-pushchat.conf in front of the API: the app's API, /v1 and /readyz through it;
+#   9. systemd-analyze verify on the units.
 #
-# Needs root (it creates the user pushchat and a PostgreSQL cluster; both are removed at the end unless they
-# existed). Run by `scripts/test.sh` and CI; takes a few minutes plus the release build.
+# Needs root (it creates the users pushchat and pushchat-api and a PostgreSQL cluster; all are removed at the end
+# unless they existed). Run by `scripts/test.sh` and CI; takes a few minutes plus the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -36,7 +41,7 @@ metrics=$scratch/var/lib/prometheus/node-exporter
 maps=(--map "/opt/pushchat=$prefix" --map "/etc/pushchat=$etc" --map "/var/lib/prometheus/node-exporter=$metrics")
 pg_version=$(basename "$(dirname "$(pg_bindir)")")
 cluster=deploytest$$
-created_user=false
+created_users=()
 pids=()
 
 step() { echo "==> deploy-test: $*"; }
@@ -50,8 +55,10 @@ cleanup() {
     local pid
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    # SIGINT: PgBouncer's fast shutdown (SIGTERM waits for its clients), as Debian's unit stops it.
+    [ -n "$bouncer_pid" ] && kill -INT "$bouncer_pid" 2>/dev/null
     pg_dropcluster --stop "$pg_version" "$cluster" >/dev/null 2>&1 || true
-    $created_user && userdel pushchat 2>/dev/null
+    for user in "${created_users[@]}"; do userdel "$user" 2>/dev/null; done
     rm -rf "$scratch"
 }
 trap cleanup EXIT
@@ -79,6 +86,7 @@ run_guide_block() {
         [ -n "$line" ] || continue
         command=$(printf '%s\n' "$line" | sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" \
             -e "s#/var/lib/prometheus/node-exporter#$metrics#g" -e "s#localhost:5432/#localhost:${pg_port:-5432}/#g" \
+            -e "s#/etc/pgbouncer#$scratch/etc/pgbouncer#g" \
             -e 's#sudo -u \([a-z_-]*\) #runuser -u \1 -- #g' -e 's#sudo ##g')
         case "$command" in
         "apt-get install "*)
@@ -88,11 +96,18 @@ run_guide_block() {
             continue
             ;;
         "useradd "*)
-            if id -u pushchat >/dev/null 2>&1; then
+            local user=${command##* }
+            if id -u "$user" >/dev/null 2>&1; then
                 echo "    (guide) $line   [the user exists]"
                 continue
             fi
-            created_user=true
+            created_users+=("$user")
+            ;;
+        "systemctl restart pgbouncer")
+            # No systemd here: PgBouncer as Debian's unit runs it (User=postgres, the ini as its argument).
+            start_pgbouncer
+            echo "    (guide) $line   [pgbouncer started as postgres]"
+            continue
             ;;
         esac
         echo "    (guide) $line"
@@ -103,6 +118,18 @@ run_guide_block() {
 
 free_port() { pg_free_port; }
 
+# PgBouncer with the guide's ini at test ports and paths, a pool of 2 (a small PostgreSQL), as Debian's unit runs it.
+bouncer_pid=""
+start_pgbouncer() {
+    local ini=$scratch/etc/pgbouncer/pgbouncer.ini
+    bouncer_port=$(free_port)
+    sed -i -e "s#^listen_port = 6432#listen_port = $bouncer_port#" -e "s#port=5432 #port=$pg_port #" \
+        -e "s#/etc/pgbouncer#$scratch/etc/pgbouncer#g" -e "s#^default_pool_size = .*#default_pool_size = 2#" "$ini"
+    grep -q "^listen_port = $bouncer_port" "$ini" || die "the guide's pgbouncer.ini has no listen_port = 6432"
+    setpriv --reuid=postgres --regid=postgres --init-groups /usr/sbin/pgbouncer "$ini" >"$scratch/pgbouncer.log" 2>&1 &
+    bouncer_pid=$!
+}
+
 start=$(date +%s)
 
 step "install (the guide's §1: make release, make install, the user, /etc/pushchat)"
@@ -111,7 +138,10 @@ for program in pushchat-api pushchat-push pushchat-feedback; do
     [ -x "$prefix/bin/$program" ] || die "make install did not install bin/$program"
     if ldd "$prefix/bin/$program" | grep -q "/opt/swift\|libswiftCore"; then die "$program needs the toolchain's runtime"; fi
 done
-[ "$(stat -c '%a %G' "$etc/pushchat.env")" = "640 pushchat" ] || die "pushchat.env is not 0640 root:pushchat"
+for file in pushchat.env apns.env; do
+    [ "$(stat -c '%a %U %G' "$etc/$file")" = "640 root pushchat" ] || die "$file is not 0640 root:pushchat"
+done
+[ "$(stat -c '%a' "$etc/pushchat.json")" = 644 ] || die "pushchat.json is not 0644"
 
 step "development certificates and the simulator standing in for Apple"
 certs=$scratch/certs
@@ -149,9 +179,10 @@ password='Push#chat/s3cret@deploy'
 printf '%s\n%s\n' "$password" "$password" >"$scratch/password-input"
 run_guide_block database "$repo" "$scratch/password-input"
 
-step "the environment file: the example with its CHANGE-ME values filled"
+step "the environment files: the examples with their CHANGE-ME values filled"
 encoded=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$password")
-python3 - "$etc/pushchat.env" "$encoded" "$pg_port" "$etc" <<'EOF'
+for env_file in "$etc/pushchat.env" "$etc/apns.env"; do
+python3 - "$env_file" "$encoded" "$pg_port" "$etc" <<'EOF'
 import sys
 path, encoded, port, etc = sys.argv[1:]
 values = {
@@ -171,7 +202,9 @@ for line in open(path).read().splitlines():
     lines.append(line.replace("/etc/pushchat", etc))
 open(path, "w").write("\n".join(lines) + "\n")
 EOF
-grep -v '^#' "$etc/pushchat.env" | grep -q CHANGE-ME && die "a CHANGE-ME value is left"
+    grep -v '^#' "$env_file" | grep -q CHANGE-ME && die "a CHANGE-ME value is left in $env_file"
+done
+grep -q '^PUSHCHAT_APNS_KEY' "$etc/pushchat.env" && die "pushchat.env (read by the API's unit) names the APNs key"
 {
     echo "# deploy-test: the local simulator stands in for Apple"
     echo "PUSHCHAT_APNS_HOST=127.0.0.1:$http2_port"
@@ -216,6 +249,19 @@ done
 curl -fsS http://127.0.0.1:44447/readyz >/dev/null || die "the API is not ready"
 curl -fsS http://127.0.0.1:44448/readyz >/dev/null || die "the push daemon is not ready (no database or no gateway connection)"
 grep -q "Connection OK (HTTP/2)" "$scratch/push.log" || die "the push daemon did not connect over HTTP/2"
+
+step "secrets: the API's process cannot read Apple's key or the APNs credentials"
+api_pid=${pids[1]} push_pid=${pids[2]}
+[ "$(stat -c %U "/proc/$api_pid")" = pushchat-api ] || die "the API does not run as pushchat-api"
+[ "$(stat -c %U "/proc/$push_pid")" = pushchat ] || die "the push daemon does not run as pushchat"
+tr '\0' '\n' <"/proc/$api_pid/environ" | grep -q '^PUSHCHAT_DATABASE_URL=' || die "the API's environment has no database URL"
+tr '\0' '\n' <"/proc/$api_pid/environ" | grep -q '^PUSHCHAT_APNS_\(KEY\|TEAM\|CERTIFICATE\|PASSPHRASE\)' \
+    && die "the API's environment holds APNs credentials"
+tr '\0' '\n' <"/proc/$push_pid/environ" | grep -q '^PUSHCHAT_APNS_KEY_ID=DEVKEY0001$' || die "the push daemon has no key id"
+for file in AuthKey.p8 apns.env pushchat.env; do
+    runuser -u pushchat-api -- cat "$etc/$file" >/dev/null 2>&1 && die "the API's user can read $file"
+    runuser -u pushchat -- cat "$etc/$file" >/dev/null 2>&1 || die "the sender's user cannot read $file"
+done
 
 step "two joins and a message (and a device Apple calls unregistered)"
 post() { curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:44447/api.php "$@"; }
@@ -288,6 +334,168 @@ grep -q "rows older than 7d deleted" "$scratch/cron/pushchat-prune.log" || die "
 step "SIGTERM stops the services with status 0"
 for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
 for pid in "${pids[@]:1}"; do wait "$pid" || die "a service exited with status $? on SIGTERM"; done
+pids=("${pids[0]}")
+
+step "behind PgBouncer (the guide's block; transaction pooling, 2 server connections), three API processes"
+install -d "$scratch/etc/pgbouncer"
+run_guide_block pgbouncer "$repo" /dev/null
+for _ in $(seq 1 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$bouncer_port") 2>/dev/null && break
+    sleep 0.1
+done
+# As the guide says: the URL names PgBouncer's port, the LISTEN URL PostgreSQL's.
+python3 - "$etc/pushchat.env" "$pg_port" "$bouncer_port" <<'EOF'
+import sys
+path, pg_port, bouncer_port = sys.argv[1:]
+lines = open(path).read().splitlines()
+direct = next(line.split("=", 1)[1] for line in lines if line.startswith("PUSHCHAT_DATABASE_URL="))
+pooled = direct.replace(f"@localhost:{pg_port}/", f"@localhost:{bouncer_port}/")
+assert pooled != direct, "the URL does not name localhost's PostgreSQL port"
+lines = [f"PUSHCHAT_DATABASE_URL={pooled}" if line.startswith("PUSHCHAT_DATABASE_URL=") else line for line in lines]
+lines.append(f"PUSHCHAT_DATABASE_LISTEN_URL={direct}")
+open(path, "w").write("\n".join(lines) + "\n")
+EOF
+api_ports=(44447 "$(free_port)" "$(free_port)")
+for n in 1 2; do
+    # A second and third API, each its own unit instance with a drop-in for its ports (as `systemctl edit` writes).
+    printf '[Service]\nEnvironment=PUSHCHAT_API_PORT=%s PUSHCHAT_API_METRICS_PORT=%s\n' "${api_ports[$n]}" "$(free_port)" \
+        >"$scratch/api-$n.conf"
+    python3 "$repo/scripts/lib/unit.py" "${maps[@]}" --dropin "$scratch/api-$n.conf" "$prefix/deploy/systemd/pushchat-api.service" \
+        >"$scratch/api-$n.log" 2>&1 &
+    pids+=($!)
+done
+start_unit pushchat-api.service "$scratch/api-0.log"
+start_unit pushchat-push.service "$scratch/push-pooled.log"
+for port in "${api_ports[@]}"; do
+    for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || die "the API on port $port is not ready behind PgBouncer"
+done
+for _ in $(seq 1 100); do curl -fsS http://127.0.0.1:44448/readyz >/dev/null 2>&1 && break; sleep 0.2; done
+curl -fsS http://127.0.0.1:44448/readyz >/dev/null || die "the push daemon is not ready behind PgBouncer"
+for n in 0 1 2; do grep -q "Database session: pooled" "$scratch/api-$n.log" || die "API $n did not find the pooler"; done
+grep -q "Database session: pooled" "$scratch/push-pooled.log" || die "the push daemon did not find the pooler"
+grep -q "LISTEN push_queue on database_listen_url" "$scratch/push-pooled.log" || die "the push daemon does not LISTEN directly"
+# The most backends the services' role held at once while the traffic ran: PgBouncer's 2 and the daemon's LISTEN.
+(
+    most=0
+    while [ ! -e "$scratch/traffic-done" ]; do
+        now=$(db "SELECT count(*) FROM pg_stat_activity WHERE usename = 'pushchat' AND backend_type = 'client backend'")
+        [ "$now" -gt "$most" ] && most=$now
+        echo "$most" >"$scratch/backends-most"
+        sleep 0.05
+    done
+) &
+sampler=$!
+members=12
+clients=()
+for i in $(seq 1 $members); do
+    udid=$(printf '%040d' "$((9000 + i))")
+    token=$(printf '%064x' "$((0xc0de00 + i))")
+    port=${api_ports[$((i % 3))]}
+    curl -sS -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/api.php" --data-urlencode cmd=join \
+        --data-urlencode "udid=$udid" --data-urlencode "token=$token" --data-urlencode "name=P$i" \
+        --data-urlencode code=pooled >"$scratch/join-$i.code" &
+    clients+=($!)
+done
+# Every client's answer, all at once: 200 each.
+wait_codes() {
+    local pid file
+    for pid in "${clients[@]}"; do wait "$pid" || true; done
+    clients=()
+    for file in "$scratch"/"$1"-*.code; do [ "$(cat "$file")" = 200 ] || die "a $1 through PgBouncer answered $(cat "$file")"; done
+}
+wait_codes join
+for i in $(seq 1 $members); do
+    udid=$(printf '%040d' "$((9000 + i))")
+    port=${api_ports[$((i % 3))]}
+    curl -sS -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/api.php" --data-urlencode cmd=message \
+        --data-urlencode "udid=$udid" --data-urlencode "text=pooled $i" >"$scratch/message-$i.code" &
+    clients+=($!)
+done
+wait_codes message
+expected=$((members * (members - 1)))
+for _ in $(seq 1 150); do
+    [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: pooled %'")" = "$expected" ] && break
+    sleep 0.1
+done
+touch "$scratch/traffic-done"
+wait "$sampler"
+[ "$(db "SELECT count(*) FROM push_queue WHERE payload LIKE '%: pooled %'")" = "$expected" ] || die "not $expected rows queued"
+[ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: pooled %'")" = "$expected" ] \
+    || die "not every row through PgBouncer was sent"
+read -r arrived distinct < <(python3 - "$scratch/record.jsonl" <<'EOF'
+import json, sys
+pairs = [(r["token"], r["payload"]) for r in map(json.loads, open(sys.argv[1])) if ": pooled " in r["payload"]]
+print(len(pairs), len(set(pairs)))
+EOF
+)
+[ "$arrived" = "$expected" ] || die "$arrived notifications arrived at the simulator, not $expected"
+[ "$distinct" = "$expected" ] || die "$distinct distinct (token, message) pairs arrived, not $expected (one sent twice?)"
+most=$(cat "$scratch/backends-most")
+[ "$most" -le 3 ] || die "the services held $most PostgreSQL backends (PgBouncer's pool of 2 and one LISTEN at most)"
+echo "    $expected notifications through 3 APIs and the daemon behind PgBouncer, at most $most backends at once"
+for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
+for pid in "${pids[@]:1}"; do wait "$pid" || die "a service behind PgBouncer exited with status $? on SIGTERM"; done
+pids=("${pids[0]}")
+
+step "behind nginx (Debian's package, deploy/nginx-pushchat.conf as written but for the certificate and port)"
+command -v nginx >/dev/null || die "nginx is not installed (scripts/test.sh installs Debian's)"
+# The guide's settings for a proxy in front, in the environment file.
+printf '%s\n' PUSHCHAT_API_HOST=127.0.0.1 PUSHCHAT_API_TRUSTED_PROXIES=127.0.0.1/32 PUSHCHAT_API_MAX_CONNECTIONS_PER_IP=0 \
+    >>"$etc/pushchat.env"
+nginx_dir=$scratch/nginx
+nginx_port=$(free_port)
+mkdir -p "$nginx_dir"
+sed -e "s#listen 443 ssl;#listen 127.0.0.1:$nginx_port ssl;#" -e "s#listen \[::\]:443 ssl;#listen [::1]:$nginx_port ssl;#" \
+    -e "s#server_name push.example.com;#server_name localhost;#" \
+    -e "s#/etc/letsencrypt/live/push.example.com/fullchain.pem#$certs/server.pem#" \
+    -e "s#/etc/letsencrypt/live/push.example.com/privkey.pem#$certs/server-key.pem#" \
+    "$prefix/deploy/nginx-pushchat.conf" >"$nginx_dir/pushchat.conf"
+grep -q "listen 127.0.0.1:$nginx_port ssl;" "$nginx_dir/pushchat.conf" || die "nginx-pushchat.conf has no 'listen 443 ssl;'"
+# Debian's nginx.conf reduced to what a site needs: the site is included in http {} as sites-enabled/ would be.
+cat >"$nginx_dir/nginx.conf" <<EOF
+pid $nginx_dir/nginx.pid;
+error_log $nginx_dir/error.log;
+events {}
+http {
+    access_log $nginx_dir/access.log;
+    include /etc/nginx/mime.types;
+    client_body_temp_path $nginx_dir/body;
+    proxy_temp_path $nginx_dir/proxy;
+    include $nginx_dir/pushchat.conf;
+}
+EOF
+nginx -t -c "$nginx_dir/nginx.conf" >"$scratch/nginx.log" 2>&1 || die "nginx refuses the example: $(cat "$scratch/nginx.log")"
+nginx -c "$nginx_dir/nginx.conf" -g 'daemon off;' >>"$scratch/nginx.log" 2>&1 &
+pids+=($!)
+start_unit pushchat-api.service "$scratch/api-nginx.log"
+start_unit pushchat-push.service "$scratch/push-nginx.log"
+https() { curl -sS --cacert "$certs/ca.pem" "$@"; }
+site=https://localhost:$nginx_port
+for _ in $(seq 1 100); do https -f "$site/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+https -f "$site/readyz" >/dev/null || die "/readyz through nginx"
+[ "$(https -o /dev/null -w '%{http_code}' "$site/metrics")" = 404 ] || die "nginx passes /metrics"
+[ "$(https -o /dev/null -w '%{http_code}' "$site/test/")" = 404 ] || die "nginx passes the test pages"
+[ "$(curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:44447/healthz)" = 200 ] || die "the API does not listen on loopback"
+token_e=$(printf 'e5%.0s' {1..32})
+[ "$(https -o /dev/null -w '%{http_code}' "$site/api.php" --data-urlencode cmd=join \
+    --data-urlencode udid=5555555555555555555555555555555555555555 --data-urlencode "token=$token_e" \
+    --data-urlencode name=Eve --data-urlencode code=deploy)" = 200 ] || die "join through nginx"
+[ "$(https -o /dev/null -w '%{http_code}' "$site/api.php" --data-urlencode cmd=message \
+    --data-urlencode udid=2222222222222222222222222222222222222222 --data-urlencode 'text=Through nginx')" = 200 ] \
+    || die "message through nginx"
+answer=$(https -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' \
+    -d '{"to": {"users": ["ops"]}, "aps": {"alert": "Via nginx"}}' "$site/v1/notifications")
+printf '%s' "$answer" | grep -q '"id"' || die "POST /v1/notifications through nginx: $answer"
+for _ in $(seq 1 100); do
+    grep -q 'Via nginx' "$scratch/record.jsonl" && grep "$token_e" "$scratch/record.jsonl" | grep -q 'Through nginx' && break
+    sleep 0.1
+done
+grep "$token_e" "$scratch/record.jsonl" | grep -q "Bob: Through nginx" || die "the message through nginx did not arrive"
+grep "$token_d" "$scratch/record.jsonl" | grep -q "Via nginx" || die "the provider notification through nginx did not arrive"
+for pid in "${pids[@]:2}"; do kill -TERM "$pid"; done
+for pid in "${pids[@]:2}"; do wait "$pid" || die "a service behind nginx exited with status $? on SIGTERM"; done
+kill -QUIT "${pids[1]}" && wait "${pids[1]}" || true
 pids=("${pids[0]}")
 
 if command -v systemd-analyze >/dev/null; then

@@ -3,7 +3,7 @@
 #   PREFIX/bin/           pushchat-api, pushchat-push, pushchat-feedback (the Swift runtime linked in)
 #   PREFIX/migrations/    the numbered SQL files `pushchat-api migrate` applies
 #   PREFIX/config/        pushchat.json, the example configuration the guide copies to /etc/pushchat
-#   PREFIX/deploy/        systemd units and timers, crontab, environment file example, the guide
+#   PREFIX/deploy/        systemd units and timers, crontab, environment file examples, the guide
 # Usage: scripts/install.sh PREFIX BIN_DIR PROGRAM...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,8 @@ for program in "$@"; do
 done
 install -m 644 migrations/*.sql "$prefix/migrations/"
 install -m 644 config/pushchat.json "$prefix/config/"
-install -m 644 deploy/README.md deploy/crontab deploy/pushchat.env.example deploy/grants.sql deploy/nginx-pushchat.conf "$prefix/deploy/"
+install -m 644 deploy/README.md deploy/crontab deploy/pushchat.env.example deploy/apns.env.example deploy/grants.sql \
+    deploy/nginx-pushchat.conf deploy/pgbouncer.ini "$prefix/deploy/"
 install -m 755 deploy/dev-certs.sh "$prefix/deploy/"
 install -m 644 deploy/systemd/*.service deploy/systemd/*.timer "$prefix/deploy/systemd/"
 echo "installed $* under $prefix"

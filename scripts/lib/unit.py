@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Runs a systemd unit's ExecStart the way systemd would, on a machine without systemd (the deployment test).
 
-    unit.py [--map FROM=TO]... UNIT_FILE
+    unit.py [--map FROM=TO]... [--dropin FILE]... UNIT_FILE
 
 Reads from the unit file, not from a copy of its settings: User=, Group=, WorkingDirectory=, Environment=,
 EnvironmentFile= (systemd's syntax; its keys override Environment=), ExecStart=, UMask=, LimitNOFILE=,
 ReadWritePaths=, ProtectSystem=strict, ProtectHome=, PrivateTmp=, NoNewPrivileges= and CapabilityBoundingSet=.
-Every path is passed through the --map replacements first (the test installs under a scratch prefix).
+Every path is passed through the --map replacements first (the test installs under a scratch prefix). A --dropin
+file is read after the unit, as systemd reads UNIT.d/*.conf (`systemctl edit`): list settings (Environment=,
+EnvironmentFile=, ReadWritePaths=) add to the unit's, others replace them.
 
 Then replaces itself with the command: in a private mount namespace where / is read-only but for ReadWritePaths=,
 /tmp and /var/tmp are empty and private and /home and /root are empty (ProtectSystem=strict, PrivateTmp=yes,
@@ -31,8 +33,8 @@ def fail(message):
     sys.exit(2)
 
 
-def parse_unit(path, mapping):
-    settings = {}
+def parse_unit(path, mapping, settings=None):
+    settings = {} if settings is None else settings
     section = None
     with open(path) as file:
         for raw in file:
@@ -84,14 +86,20 @@ def sh_environment_file(path):
 
 def main(arguments):
     mapping = []
-    while arguments and arguments[0] == "--map":
-        source, _, target = arguments[1].partition("=")
-        mapping.append((source, target))
+    dropins = []
+    while arguments and arguments[0] in ("--map", "--dropin") and len(arguments) > 1:
+        if arguments[0] == "--map":
+            source, _, target = arguments[1].partition("=")
+            mapping.append((source, target))
+        else:
+            dropins.append(arguments[1])
         arguments = arguments[2:]
     if len(arguments) != 1:
-        fail("usage: unit.py [--map FROM=TO]... UNIT_FILE")
+        fail("usage: unit.py [--map FROM=TO]... [--dropin FILE]... UNIT_FILE")
     unit = arguments[0]
     settings = parse_unit(unit, mapping)
+    for dropin in dropins:
+        parse_unit(dropin, mapping, settings)
 
     def values(key):
         return settings.get(("Service", key), [])
