@@ -19,7 +19,8 @@ public struct APNsSettings: Sendable {
     /// The HTTP/2 API (`apns_host`). Default: `api.sandbox.push.apple.com:443` in development, `api.push.apple.com:443`.
     public var host: Endpoint
     /// Token authentication: the `.p8` signing key, its key id and the team id. Without a key file the daemon
-    /// authenticates with the certificate.
+    /// authenticates with the certificate. The key id defaults to the one in the file's name as Apple names it
+    /// (`AuthKey_<KEY ID>.p8`), so that replacing the file replaces the id; an id that contradicts the name is refused.
     public var keyFile: String?
     public var keyID: String?
     public var teamID: String?
@@ -71,9 +72,27 @@ public struct APNsSettings: Sendable {
         }
         func nonEmpty(_ key: ConfigurationKey) -> String? { source.value(key).flatMap { $0.isEmpty ? nil : $0 } }
         keyFile = nonEmpty(.apnsKeyFile)
-        keyID = nonEmpty(.apnsKeyID)
+        let named = keyFile.flatMap(Self.keyID(fileName:))
+        keyID = nonEmpty(.apnsKeyID) ?? named
+        if let named, let keyID, keyID != named {
+            throw ConfigurationError(
+                code: .invalidValue,
+                key: source.origin(of: .apnsKeyID),
+                reason: "'\(keyID)', but \(ConfigurationKey.apnsKeyFile.environmentName) names key \(named) "
+                    + "(AuthKey_\(named).p8): change the file and the id together, or leave the id out"
+            )
+        }
         teamID = nonEmpty(.apnsTeamID)
         topic = nonEmpty(.apnsTopic)
+    }
+
+    /// The key id in a file name as Apple gives it, `AuthKey_ABC123DEFG.p8` (ten upper-case letters and digits).
+    public static func keyID(fileName path: String) -> String? {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard name.hasPrefix("AuthKey_"), name.hasSuffix(".p8") else { return nil }
+        let id = name.dropFirst("AuthKey_".count).dropLast(".p8".count)
+        guard id.count == 10, id.allSatisfy({ ("A"..."Z").contains($0) || ("0"..."9").contains($0) }) else { return nil }
+        return String(id)
     }
 
     /// The certificate path, or an error naming the key when none is configured.

@@ -164,7 +164,19 @@ import Testing
         let noTopic = try daemon.run(["development"], environment: base.merging(["PUSHCHAT_APNS_TOPIC": ""]) { $1 })
         #expect(noTopic.status == 78)
         #expect(noTopic.standardError.contains("PUSHCHAT_APNS_TOPIC"))
-        let noKeyID = try daemon.run(["development"], environment: base.merging(["PUSHCHAT_APNS_KEY_ID": ""]) { $1 })
+        // The key id comes from Apple's file name: an id that names another key is refused, naming both.
+        let contradicting = try daemon.run(["development"], environment: base.merging(["PUSHCHAT_APNS_KEY_ID": "OTHERKEY01"]) { $1 })
+        #expect(contradicting.status == 78)
+        #expect(contradicting.standardError.contains("PUSHCHAT_APNS_KEY_ID") && contradicting.standardError.contains("DEVKEY0001"))
+        // A file named otherwise needs the id.
+        let unnamed = NSTemporaryDirectory() + "signing-\(UUID().uuidString).p8"
+        try FileManager.default.copyItem(atPath: TestCertificates.path("AuthKey_DEVKEY0001.p8"), toPath: unnamed)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: unnamed)
+        defer { try? FileManager.default.removeItem(atPath: unnamed) }
+        let noKeyID = try daemon.run(
+            ["development"],
+            environment: base.merging(["PUSHCHAT_APNS_KEY_FILE": unnamed, "PUSHCHAT_APNS_KEY_ID": ""]) { $1 }
+        )
         #expect(noKeyID.status == 78)
         #expect(noKeyID.standardError.contains("PUSHCHAT_APNS_KEY_ID"))
         let missingKey = try daemon.run(

@@ -213,3 +213,40 @@ import Testing
         #expect(throws: ConfigurationError.self) { try DatabaseURL(parsing: text) }
     }
 }
+
+/// Rotating the token key: the key id comes with the file as Apple names it, so the two change together.
+@Suite struct KeyFileNameTests {
+    static func settings(_ environment: [String: String]) throws(ConfigurationError) -> APNsSettings {
+        let source = ConfigurationSource(
+            mode: .production,
+            environment: ["PUSHCHAT_DATABASE_URL": "postgres://u@h/d"].merging(environment) { $1 }
+        )
+        return try Configuration(source: source).apns
+    }
+
+    @Test func theKeyIDIsReadFromApplesFileName() throws {
+        let apns = try Self.settings(["PUSHCHAT_APNS_KEY_FILE": "/etc/pushchat/AuthKey_ABC123DEFG.p8"])
+        #expect(apns.keyID == "ABC123DEFG")
+        #expect(APNsSettings.keyID(fileName: "AuthKey.p8") == nil)
+        #expect(APNsSettings.keyID(fileName: "/etc/pushchat/AuthKey_abc123defg.p8") == nil)
+        #expect(APNsSettings.keyID(fileName: "AuthKey_ABC123DEFGH.p8") == nil)
+    }
+
+    @Test func anIDThatContradictsTheFileNameIsRefusedNamingBoth() {
+        do {
+            _ = try Self.settings([
+                "PUSHCHAT_APNS_KEY_FILE": "/etc/pushchat/AuthKey_NEWKEY0002.p8", "PUSHCHAT_APNS_KEY_ID": "OLDKEY0001",
+            ])
+            Issue.record("a key id that contradicts the file name was accepted")
+        } catch {
+            #expect(error.key == "PUSHCHAT_APNS_KEY_ID")
+            #expect(error.reason.contains("OLDKEY0001") && error.reason.contains("NEWKEY0002"))
+        }
+    }
+
+    @Test func anIDWithAFileNamedOtherwiseIsKept() throws {
+        let apns = try Self.settings(["PUSHCHAT_APNS_KEY_FILE": "/etc/pushchat/signing.p8", "PUSHCHAT_APNS_KEY_ID": "ABC123DEFG"])
+        #expect(apns.keyID == "ABC123DEFG")
+        #expect(try Self.settings(["PUSHCHAT_APNS_KEY_FILE": "/etc/pushchat/signing.p8"]).keyID == nil)
+    }
+}
