@@ -29,6 +29,7 @@ release-bin-path:
 	@swift build $(SWIFT_INSTALL_FLAGS) --show-bin-path
 
 # bin/ (the three programs), migrations/, config/ (the example configuration) and deploy/ (units, timers, crontab,
-# environment file, guide) under PREFIX. Checks that no binary needs the toolchain's runtime.
-install: release
-	./scripts/install.sh "$(PREFIX)" "$$(swift build $(SWIFT_INSTALL_FLAGS) --show-bin-path)" $(PROGRAMS)
+# environment files, guide) under PREFIX. Checks that no binary needs the toolchain's runtime. It builds nothing (root
+# needs no Swift on its PATH, and the build's files stay yours): run `make release` first, as yourself.
+install:
+	./scripts/install.sh "$(PREFIX)" "$(INSTALL_BUILD)/$(CONFIGURATION)" $(PROGRAMS)

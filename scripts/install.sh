@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs PushChat Server under PREFIX (called by `make install PREFIX=...` after the release build):
+# Installs PushChat Server under PREFIX (called by `make install PREFIX=...`; it builds nothing: `make release` first):
 #   PREFIX/bin/           pushchat-api, pushchat-push, pushchat-feedback (the Swift runtime linked in)
 #   PREFIX/migrations/    the numbered SQL files `pushchat-api migrate` applies
 #   PREFIX/config/        pushchat.json, the example configuration the guide copies to /etc/pushchat
@@ -12,7 +12,7 @@ bin=${2:?usage: scripts/install.sh PREFIX BIN_DIR PROGRAM...}
 shift 2
 
 for program in "$@"; do
-    [ -x "$bin/$program" ] || { echo "install: $bin/$program is missing (make release builds it)" >&2; exit 1; }
+    [ -x "$bin/$program" ] || { echo "install: $bin/$program is missing: run make release first (as yourself, not as root)" >&2; exit 1; }
     # A binary that still needs the toolchain's runtime (libswiftCore.so, libFoundation.so…) would start only on a
     # machine with Swift installed at the build machine's path.
     if ldd "$bin/$program" | grep -Eq 'libswift|libFoundation|libdispatch|libBlocksRuntime'; then
@@ -31,6 +31,7 @@ done
 install -m 644 migrations/*.sql "$prefix/migrations/"
 install -m 644 config/pushchat.json "$prefix/config/"
 install -m 644 deploy/README.md deploy/crontab deploy/pushchat.env.example deploy/apns.env.example deploy/grants.sql \
+    deploy/prometheus.yml deploy/alerts.yml \
     deploy/nginx-pushchat.conf deploy/pgbouncer.ini "$prefix/deploy/"
 install -m 755 deploy/dev-certs.sh "$prefix/deploy/"
 install -m 644 deploy/systemd/*.service deploy/systemd/*.timer "$prefix/deploy/systemd/"
