@@ -18,7 +18,9 @@
 #   7. the guide's PgBouncer block (Debian's pgbouncer, transaction pooling, a pool of 2 server connections): three
 #      API processes (drop-ins for their ports) and the daemon through it, chat traffic delivered once each;
 #   8. Debian's nginx with deploy/nginx-pushchat.conf in front of the API: the app's API, /v1 and /readyz through it;
-#   9. systemd-analyze verify on the units.
+#   9. the guide's backup block, and its restore block into a second cluster: what was pending in the dump is sent;
+#  10. promtool on deploy/prometheus.yml and deploy/alerts.yml, whose metrics the programs exported during the test;
+#  11. systemd-analyze verify on the units (required: scripts/test.sh installs Debian's systemd when missing).
 #
 # Needs root (it creates the users pushchat and pushchat-api and a PostgreSQL cluster; all are removed at the end
 # unless they existed). Run by `scripts/test.sh` and CI; takes a few minutes plus the release build.
@@ -58,6 +60,7 @@ cleanup() {
     # SIGINT: PgBouncer's fast shutdown (SIGTERM waits for its clients), as Debian's unit stops it.
     [ -n "$bouncer_pid" ] && kill -INT "$bouncer_pid" 2>/dev/null
     pg_dropcluster --stop "$pg_version" "$cluster" >/dev/null 2>&1 || true
+    pg_dropcluster --stop "$pg_version" "${cluster}r" >/dev/null 2>&1 || true
     for user in "${created_users[@]}"; do userdel "$user" 2>/dev/null; done
     rm -rf "$scratch"
 }
@@ -86,7 +89,8 @@ run_guide_block() {
         [ -n "$line" ] || continue
         command=$(printf '%s\n' "$line" | sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" \
             -e "s#/var/lib/prometheus/node-exporter#$metrics#g" -e "s#localhost:5432/#localhost:${pg_port:-5432}/#g" \
-            -e "s#/etc/pgbouncer#$scratch/etc/pgbouncer#g" \
+            -e "s#/etc/pgbouncer#$scratch/etc/pgbouncer#g" -e "s#ABC123DEFG#DEVKEY0001#g" \
+            -e "s#/var/backups/pushchat#$scratch/backups#g" \
             -e 's#sudo -u \([a-z_-]*\) #runuser -u \1 -- #g' -e 's#sudo ##g')
         case "$command" in
         "apt-get install "*)
@@ -150,7 +154,7 @@ keys=$scratch/keys
 mkdir -p "$keys"
 cp "$certs/AuthKey_DEVKEY0001.p8" "$keys/"
 run_guide_block key "$keys" /dev/null
-[ "$(stat -c '%a %U %G' "$etc/AuthKey.p8")" = "640 root pushchat" ] || die "the key is not 0640 root:pushchat"
+[ "$(stat -c '%a %U %G' "$etc/AuthKey_DEVKEY0001.p8")" = "640 root pushchat" ] || die "the key is not 0640 root:pushchat"
 install -m 644 "$certs/ca.pem" "$etc/apns-ca.pem"
 printf '%s\n' "$(printf 'ab%.0s' {1..32})" >"$scratch/unregistered.txt"
 http2_port=$(free_port)
@@ -188,7 +192,7 @@ path, encoded, port, etc = sys.argv[1:]
 values = {
     "PUSHCHAT_DATABASE_URL": lambda v: v.replace("CHANGE-ME", encoded).replace("@localhost:5432/", f"@localhost:{port}/"),
     "PUSHCHAT_APNS_TOPIC": lambda v: "com.example.PushChat",
-    "PUSHCHAT_APNS_KEY_ID": lambda v: "DEVKEY0001",
+    "PUSHCHAT_APNS_KEY_FILE": lambda v: v.replace("CHANGE-ME", "DEVKEY0001"),
     "PUSHCHAT_APNS_TEAM_ID": lambda v: "DEVTEAM001",
 }
 lines = []
@@ -257,8 +261,9 @@ api_pid=${pids[1]} push_pid=${pids[2]}
 tr '\0' '\n' <"/proc/$api_pid/environ" | grep -q '^PUSHCHAT_DATABASE_URL=' || die "the API's environment has no database URL"
 tr '\0' '\n' <"/proc/$api_pid/environ" | grep -q '^PUSHCHAT_APNS_\(KEY\|TEAM\|CERTIFICATE\|PASSPHRASE\)' \
     && die "the API's environment holds APNs credentials"
-tr '\0' '\n' <"/proc/$push_pid/environ" | grep -q '^PUSHCHAT_APNS_KEY_ID=DEVKEY0001$' || die "the push daemon has no key id"
-for file in AuthKey.p8 apns.env pushchat.env; do
+tr '\0' '\n' <"/proc/$push_pid/environ" | grep -q '^PUSHCHAT_APNS_KEY_FILE=.*/AuthKey_DEVKEY0001.p8$' \
+    || die "the push daemon has no key file"
+for file in AuthKey_DEVKEY0001.p8 apns.env pushchat.env; do
     runuser -u pushchat-api -- cat "$etc/$file" >/dev/null 2>&1 && die "the API's user can read $file"
     runuser -u pushchat -- cat "$etc/$file" >/dev/null 2>&1 || die "the sender's user cannot read $file"
 done
@@ -330,6 +335,11 @@ while IFS= read -r line; do
 done <deploy/crontab
 grep -q "Feedback:" "$scratch/cron/pushchat-feedback.log" || die "the crontab's feedback line logged no summary"
 grep -q "rows older than 7d deleted" "$scratch/cron/pushchat-prune.log" || die "the crontab's prune line logged nothing"
+
+# What the services export after that traffic, for the alert rules' check below.
+curl -fsS http://127.0.0.1:44449/metrics >"$scratch/exported.metrics" || die "the API's /metrics"
+curl -fsS http://127.0.0.1:44448/metrics >>"$scratch/exported.metrics" || die "the push daemon's /metrics"
+cat "$metrics/pushchat_feedback.prom" >>"$scratch/exported.metrics"
 
 step "SIGTERM stops the services with status 0"
 for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
@@ -498,17 +508,71 @@ for pid in "${pids[@]:2}"; do wait "$pid" || die "a service behind nginx exited 
 kill -QUIT "${pids[1]}" && wait "${pids[1]}" || true
 pids=("${pids[0]}")
 
-if command -v systemd-analyze >/dev/null; then
-    step "systemd-analyze verify"
-    units=$scratch/units
-    mkdir -p "$units"
-    for file in deploy/systemd/*.service deploy/systemd/*.timer; do
-        sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" -e "s#/var/lib/prometheus/node-exporter#$metrics#g" \
-            "$file" >"$units/$(basename "$file")"
-    done
-    output=$(cd "$units" && systemd-analyze verify ./*.service ./*.timer 2>&1) || die "systemd-analyze verify: $output"
-    # It reports unknown or malformed settings without failing: any remark fails the test.
-    [ -z "$output" ] || die "systemd-analyze verify: $output"
-fi
+step "backup and restore (the guide's §13): the dump, restored into a second cluster, sends what was pending"
+# Pending when the dump is taken (no daemon runs): it must go out from the restored database, once.
+token_r=$(printf 'f6%.0s' {1..32})
+(cd "$prefix" && runuser -u pushchat -- sh -c "set -a; . $etc/pushchat.env; exec bin/pushchat-api push $token_r 'Restored from the dump' production --config $etc/pushchat.json") \
+    >>"$scratch/guide.log" 2>&1 || die "pushchat-api push (a notification pending in the dump)"
+keys_before=$(db "SELECT count(*) FROM api_keys")
+run_guide_block backup "$repo" /dev/null
+[ -s "$scratch/backups/pushchat.dump" ] || die "the guide's backup block wrote no dump"
+tar -tzf "$scratch/backups/etc-pushchat.tar.gz" | grep -q "apns.env$" || die "the backup of /etc/pushchat lacks apns.env"
+pg_port=$(free_port)
+pg_createcluster --port "$pg_port" "$pg_version" "${cluster}r" >>"$scratch/postgres.log" 2>&1 || die "pg_createcluster (restore)"
+pg_ctlcluster "$pg_version" "${cluster}r" start >>"$scratch/postgres.log" 2>&1 || die "the restore cluster did not start"
+export PGPORT=$pg_port PGCLUSTER=$pg_version/${cluster}r
+run_guide_block database "$repo" "$scratch/password-input"
+run_guide_block restore "$repo" /dev/null
+[ "$(db "SELECT count(*) FROM api_keys")" = "$keys_before" ] || die "the restored database lacks the keys"
+[ "$(db "SELECT count(*) FROM push_queue WHERE device_token = '$token_r' AND time_sent IS NULL")" = 1 ] \
+    || die "the restored database lacks the pending notification"
+[ -n "$(db "SELECT setconfig FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = 'pushchat')")" ] \
+    || die "the restore's migrate did not set the database's timeouts"
+python3 - "$etc/pushchat.env" "$pg_port" <<'EOF'
+import re, sys
+path, port = sys.argv[1:]
+lines = [line for line in open(path).read().splitlines() if not line.startswith("PUSHCHAT_DATABASE_LISTEN_URL=")]
+lines = [re.sub(r"@localhost:\d+/", f"@localhost:{port}/", line) if line.startswith("PUSHCHAT_DATABASE_URL=") else line for line in lines]
+open(path, "w").write("\n".join(lines) + "\n")
+EOF
+start_unit pushchat-push.service "$scratch/push-restored.log"
+for _ in $(seq 1 100); do
+    grep -q "$token_r" "$scratch/record.jsonl" && break
+    sleep 0.1
+done
+[ "$(grep -c "$token_r" "$scratch/record.jsonl")" = 1 ] || die "the pending notification did not arrive once from the restored database"
+for _ in $(seq 1 50); do
+    [ "$(db "SELECT count(*) FROM push_queue WHERE device_token = '$token_r' AND time_sent IS NOT NULL")" = 1 ] && break
+    sleep 0.1
+done
+[ "$(db "SELECT count(*) FROM push_queue WHERE device_token = '$token_r' AND time_sent IS NOT NULL")" = 1 ] \
+    || die "the restored row is not stamped sent"
+for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
+for pid in "${pids[@]:1}"; do wait "$pid" || die "the push daemon on the restored database exited with status $?"; done
+pids=("${pids[0]}")
+
+step "monitoring: promtool checks deploy/prometheus.yml and deploy/alerts.yml"
+command -v promtool >/dev/null || die "promtool is missing (scripts/test.sh installs Debian's prometheus)"
+mkdir -p "$scratch/prometheus"
+cp deploy/alerts.yml "$scratch/prometheus/pushchat-alerts.yml"
+sed "s#/etc/prometheus/pushchat-alerts.yml#$scratch/prometheus/pushchat-alerts.yml#" deploy/prometheus.yml >"$scratch/prometheus/prometheus.yml"
+promtool check rules "$scratch/prometheus/pushchat-alerts.yml" >"$scratch/promtool.log" 2>&1 || die "promtool check rules: $(cat "$scratch/promtool.log")"
+promtool check config "$scratch/prometheus/prometheus.yml" >"$scratch/promtool.log" 2>&1 || die "promtool check config: $(cat "$scratch/promtool.log")"
+# Every PushChat metric an alert reads is one the programs export (a renamed metric would silence its alert).
+for name in $(grep -o 'pushchat_[a-z_]*' deploy/alerts.yml | sort -u); do
+    grep -q "^$name[{ ]" "$scratch/exported.metrics" || die "deploy/alerts.yml reads $name, which no program exported"
+done
+
+step "systemd-analyze verify"
+command -v systemd-analyze >/dev/null || die "systemd-analyze is missing (scripts/test.sh installs Debian's systemd)"
+units=$scratch/units
+mkdir -p "$units"
+for file in deploy/systemd/*.service deploy/systemd/*.timer; do
+    sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" -e "s#/var/lib/prometheus/node-exporter#$metrics#g" \
+        "$file" >"$units/$(basename "$file")"
+done
+output=$(cd "$units" && systemd-analyze verify ./*.service ./*.timer 2>&1) || die "systemd-analyze verify: $output"
+# It reports unknown or malformed settings without failing: any remark fails the test.
+[ -z "$output" ] || die "systemd-analyze verify: $output"
 
 echo "==> deploy-test: passed in $(($(date +%s) - start)) s"

@@ -38,7 +38,8 @@ finish() { timings+=("$(printf '%-34s %4d s' "$1" $(($(date +%s) - stage_start))
 
 pg_ensure_installed
 # Debian's packages the tests run beside the programs: PgBouncer (PoolerTests, and the deployment test through
-# transaction pooling) and nginx (the deployment test through the guide's proxy example). Their own services, which
+# transaction pooling), nginx (the deployment test through the guide's proxy example), systemd's tools
+# (systemd-analyze verify on the units) and prometheus (promtool checks the alert rules). Their own services, which
 # the packages start, are stopped: the tests run their own on free ports.
 apt_ensure() {
     local package=$1 program=$2 sudo=""
@@ -50,7 +51,11 @@ apt_ensure() {
     $sudo systemctl disable --now "$package" >/dev/null 2>&1 || $sudo service "$package" stop >/dev/null 2>&1 || true
 }
 apt_ensure pgbouncer /usr/sbin/pgbouncer
-if has_stage deploy; then apt_ensure nginx /usr/sbin/nginx; fi
+if has_stage deploy; then
+    apt_ensure nginx /usr/sbin/nginx
+    apt_ensure systemd /usr/bin/systemd-analyze
+    apt_ensure prometheus /usr/bin/promtool
+fi
 cluster="$PWD/.local/test-postgres-$$"
 cleanup() {
     pg_stop "$cluster"
