@@ -8,7 +8,8 @@ import Settings
 import Storage
 import Support
 
-/// `pushchat-api migrate [mode] [--status]`: applies `migrations/*.sql` in order, or lists their state.
+/// `pushchat-api migrate [mode] [--status | --check]`: applies `migrations/*.sql` in order, lists their state, or says
+/// whether this release and the schema go together.
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
@@ -19,6 +20,13 @@ struct MigrateCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "List every migration and whether it is applied; change nothing.")
     var status = false
+
+    @Flag(
+        name: .long,
+        help:
+            "Say whether this release's binaries and the schema go together: exit 0 when every migration of this release is applied (the schema may be newer: migrations only add), 1 when some are pending; change nothing."
+    )
+    var check = false
 
     @OptionGroup var owner: RoleOption
 
@@ -35,7 +43,25 @@ struct MigrateCommand: AsyncParsableCommand {
                 if status {
                     for entry in try await migrator.status() {
                         let state = entry.appliedAt.map { "applied \(Self.format($0))" } ?? "pending"
-                        print("\(entry.fileName)  \(state)\(entry.modified ? "  (file changed since it was applied)" : "")")
+                        let note = entry.hasFile ? "" : "  (no file: applied by a newer release)"
+                        print("\(entry.fileName)  \(state)\(entry.modified ? "  (file changed since it was applied)" : "")\(note)")
+                    }
+                } else if check {
+                    let statuses = try await migrator.status()
+                    for entry in statuses where entry.modified {
+                        print("warning: \(entry.fileName) changed since it was applied")
+                    }
+                    switch Migrator.Fit(statuses) {
+                    case .fits:
+                        print("fits: the schema has every migration of this release (\(statuses.count)) and no other")
+                    case .ahead(let newer):
+                        print(
+                            "fits: the schema has every migration of this release, and newer ones (\(newer.joined(separator: ", "))) "
+                                + "that only add: this release runs on it"
+                        )
+                    case .behind(let pending):
+                        print("behind: \(pending.joined(separator: ", ")) not applied: run migrate with this release before starting it")
+                        throw ExitCode(1)
                     }
                 } else {
                     let applied = try await migrator.migrate()

@@ -16,6 +16,26 @@ public struct Migrator: Sendable {
         public let appliedAt: Date?
         /// The file changed after it was applied.
         public let modified: Bool
+        /// False for a version the database records but this release has no file for (a newer release applied it).
+        public var hasFile = true
+    }
+
+    /// Whether a release's binaries and the database's schema go together (`migrate --check`).
+    public enum Fit: Sendable, Equatable {
+        /// Every migration this release has is applied, and no other.
+        case fits
+        /// Every migration this release has is applied, and newer ones too: a newer release migrated. Its migrations
+        /// only add (expand/contract), so this release still runs on the schema.
+        case ahead([String])
+        /// Migrations of this release are not applied yet: run `migrate`.
+        case behind([String])
+
+        /// The fit of the statuses `status()` returns.
+        public init(_ statuses: [Status]) {
+            let pending = statuses.filter { $0.hasFile && $0.appliedAt == nil }.map(\.fileName)
+            let unknown = statuses.filter { !$0.hasFile }.map(\.fileName)
+            self = !pending.isEmpty ? .behind(pending) : unknown.isEmpty ? .fits : .ahead(unknown)
+        }
     }
 
     /// An arbitrary constant identifying PushChat's migration lock among advisory locks.
@@ -74,7 +94,15 @@ public struct Migrator: Sendable {
                 )
             }
             for (version, record) in applied where !migrations.contains(where: { $0.version == version }) {
-                result.append(Status(version: version, fileName: "\(record.name) (no file)", appliedAt: record.appliedAt, modified: false))
+                result.append(
+                    Status(
+                        version: version,
+                        fileName: "\(String(format: "%03d", version))_\(record.name).sql",
+                        appliedAt: record.appliedAt,
+                        modified: false,
+                        hasFile: false
+                    )
+                )
             }
             return result.sorted { $0.version < $1.version }
         } catch {

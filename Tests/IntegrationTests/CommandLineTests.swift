@@ -54,6 +54,49 @@ import Testing
         }
     }
 
+    /// `migrate --check`: a release fits a schema that has all its migrations, newer ones included (an older release
+    /// after an upgrade, a rollback), and not one that lacks some.
+    @Test func migrateCheckSaysWhetherThisReleaseAndTheSchemaGoTogether() async throws {
+        try await TestDatabase.withEmptyDatabase { url in
+            let all = try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory)
+                .filter { $0.hasSuffix(".sql") }.sorted()
+            // An older release: the same migrations but the newest.
+            let older = NSTemporaryDirectory() + "pushchat-older-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: older, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: older) }
+            for name in all.dropLast() {
+                try FileManager.default.copyItem(atPath: TestDatabase.migrationsDirectory + "/" + name, toPath: older + "/" + name)
+            }
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: older)
+            for name in all.dropLast() {
+                try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: older + "/" + name)
+            }
+            func run(_ arguments: [String], migrations: String) throws -> Executable.Result {
+                try api.run(
+                    arguments + ["development"],
+                    environment: ["PUSHCHAT_DATABASE_URL": url.connectionString, "PUSHCHAT_MIGRATIONS_DIR": migrations]
+                )
+            }
+            let empty = try run(["migrate", "--check"], migrations: TestDatabase.migrationsDirectory)
+            #expect(empty.status == 1)
+            #expect(empty.standardOutput.hasPrefix("behind: 001_initial_schema.sql"))
+            #expect(try run(["migrate"], migrations: older).status == 0)
+            let newerRelease = try run(["migrate", "--check"], migrations: TestDatabase.migrationsDirectory)
+            #expect(newerRelease.status == 1, "the newest migration is pending for the newer release")
+            #expect(newerRelease.standardOutput == "behind: \(all.last!) not applied: run migrate with this release before starting it\n")
+            #expect(try run(["migrate"], migrations: TestDatabase.migrationsDirectory).status == 0)
+            let current = try run(["migrate", "--check"], migrations: TestDatabase.migrationsDirectory)
+            #expect(current.status == 0)
+            #expect(current.standardOutput.hasPrefix("fits: the schema has every migration of this release (\(all.count))"))
+            let olderRelease = try run(["migrate", "--check"], migrations: older)
+            #expect(olderRelease.status == 0, "a rollback runs on the expanded schema")
+            #expect(olderRelease.standardOutput.contains("and newer ones (\(all.last!))"))
+            let status = try run(["migrate", "--status"], migrations: older)
+            #expect(status.standardOutput.contains("\(all.last!)  applied "))
+            #expect(status.standardOutput.contains("(no file: applied by a newer release)"))
+        }
+    }
+
     @Test func migrateAgainstAnUnreachableDatabaseFailsClearly() throws {
         let result = try api.run(
             ["migrate", "development"],

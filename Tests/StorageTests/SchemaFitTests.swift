@@ -1,0 +1,32 @@
+import Foundation
+import Testing
+
+@testable import Storage
+
+/// `migrate --check`: whether a release and a schema go together, from the migration statuses alone.
+@Suite struct SchemaFitTests {
+    static func status(_ version: Int, applied: Bool, file: Bool = true) -> Migrator.Status {
+        Migrator.Status(
+            version: version,
+            fileName: "00\(version)_m.sql",
+            appliedAt: applied ? Date(timeIntervalSince1970: 0) : nil,
+            modified: false,
+            hasFile: file
+        )
+    }
+
+    @Test func everyMigrationAppliedFits() {
+        #expect(Migrator.Fit([Self.status(1, applied: true), Self.status(2, applied: true)]) == .fits)
+    }
+
+    @Test func newerMigrationsOfANewerReleaseStillFit() {
+        let statuses = [Self.status(1, applied: true), Self.status(2, applied: true, file: false)]
+        #expect(Migrator.Fit(statuses) == .ahead(["002_m.sql"]))
+    }
+
+    @Test func aPendingMigrationIsBehindEvenWhenNewerOnesAreApplied() {
+        let statuses = [Self.status(1, applied: true), Self.status(2, applied: false), Self.status(3, applied: true, file: false)]
+        #expect(Migrator.Fit(statuses) == .behind(["002_m.sql"]))
+        #expect(Migrator.Fit([]) == .fits)
+    }
+}
