@@ -23,6 +23,12 @@ bench:
 # Builds what `install` installs; run it as yourself, then `sudo make install`.
 release:
 	swift build $(SWIFT_INSTALL_FLAGS)
+	@# The release's name for `make install` (releases/VERSION): the commit's date and hash, "-modified" with changes.
+	@{ git log -1 --format=%cd-%h --date=format:%Y%m%d%H%M%S 2>/dev/null || date +%Y%m%d%H%M%S-local; } | tr -d '\n' \
+		>"$(INSTALL_BUILD)/$(CONFIGURATION)/pushchat-version"
+	@if [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then \
+		echo -modified >>"$(INSTALL_BUILD)/$(CONFIGURATION)/pushchat-version"; \
+	else echo >>"$(INSTALL_BUILD)/$(CONFIGURATION)/pushchat-version"; fi
 
 # Where `release` puts the binaries (the deployment test runs the simulator from there).
 release-bin-path:

@@ -90,7 +90,8 @@ run_guide_block() {
         command=$(printf '%s\n' "$line" | sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" \
             -e "s#/var/lib/prometheus/node-exporter#$metrics#g" -e "s#localhost:5432/#localhost:${pg_port:-5432}/#g" \
             -e "s#/etc/pgbouncer#$scratch/etc/pgbouncer#g" -e "s#ABC123DEFG#DEVKEY0001#g" \
-            -e "s#/var/backups/pushchat#$scratch/backups#g" \
+            -e "s#/var/backups/pushchat#$scratch/backups#g" -e "s#/etc/systemd/system/#$scratch/etc/systemd/system/#g" \
+            -e "s#20261101120000-abc1234#${rollback_to:-}#g" \
             -e 's#sudo -u \([a-z_-]*\) #runuser -u \1 -- #g' -e 's#sudo ##g')
         case "$command" in
         "apt-get install "*)
@@ -106,6 +107,15 @@ run_guide_block() {
                 continue
             fi
             created_users+=("$user")
+            ;;
+        "systemctl daemon-reload")
+            echo "    (guide) $line   [no systemd: the units are read at each start]"
+            continue
+            ;;
+        "systemctl restart pushchat-"*)
+            for name in ${command#systemctl restart }; do restart_unit "$name"; done
+            echo "    (guide) $line   [restarted from the unit files]"
+            continue
             ;;
         "systemctl restart pgbouncer")
             # No systemd here: PgBouncer as Debian's unit runs it (User=postgres, the ini as its argument).
@@ -139,8 +149,8 @@ start=$(date +%s)
 step "install (the guide's §1: make release, make install, the user, /etc/pushchat)"
 run_guide_block install "$repo" /dev/null
 for program in pushchat-api pushchat-push pushchat-feedback; do
-    [ -x "$prefix/bin/$program" ] || die "make install did not install bin/$program"
-    if ldd "$prefix/bin/$program" | grep -q "/opt/swift\|libswiftCore"; then die "$program needs the toolchain's runtime"; fi
+    [ -x "$prefix/current/bin/$program" ] || die "make install did not install bin/$program"
+    if ldd "$prefix/current/bin/$program" | grep -q "/opt/swift\|libswiftCore"; then die "$program needs the toolchain's runtime"; fi
 done
 for file in pushchat.env apns.env; do
     [ "$(stat -c '%a %U %G' "$etc/$file")" = "640 root pushchat" ] || die "$file is not 0640 root:pushchat"
@@ -161,6 +171,9 @@ http2_port=$(free_port)
 # Built by `make release` beside the programs it installs.
 simulator=$(make -s -C "$repo" --no-print-directory release-bin-path)/pushchat-apns-sim
 [ -x "$simulator" ] || die "the simulator was not built by make release ($simulator)"
+# A copy runs: the upgrade below builds into the same folder while the simulator keeps running.
+cp "$simulator" "$scratch/pushchat-apns-sim"
+simulator=$scratch/pushchat-apns-sim
 "$simulator" --certs "$certs" --gateway-port 0 --feedback-port 0 --http2-port "$http2_port" --no-status \
     --topic com.example.PushChat --unregistered "$scratch/unregistered.txt" --record "$scratch/record.jsonl" \
     >"$scratch/simulator.log" 2>&1 &
@@ -237,10 +250,23 @@ if psql "$service_url" -v ON_ERROR_STOP=1 -qc "INSERT INTO api_keys (name, key_h
 fi
 
 # A unit's ExecStart as systemd runs it: in the foreground (a oneshot's run), or started (a service: its pid kept).
-unit() { python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$prefix/deploy/systemd/$1"; }
+# The unit files: the installed release's, or (the upgrade) the copies in /etc/systemd/system the guide makes.
+units_dir=$prefix/current/deploy/systemd
+declare -A unit_pids=()
+unit() { python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$units_dir/$1"; }
 start_unit() {
-    python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$prefix/deploy/systemd/$1" >"$2" 2>&1 &
+    python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$units_dir/$1" >"$2" 2>&1 &
     pids+=($!)
+    unit_pids[$1]=$!
+}
+# `systemctl restart UNIT` for a service started by start_unit: SIGTERM, status 0, started again (a new log).
+restart_unit() {
+    local name=$1.service pid=${unit_pids[$1.service]:-}
+    [ -n "$pid" ] || die "systemctl restart $1: the unit is not running"
+    kill -TERM "$pid"
+    wait "$pid" || die "$1 exited with status $? on systemctl restart"
+    restarts=$((${restarts:-0} + 1))
+    start_unit "$name" "$scratch/$1-restart-$restarts.log"
 }
 
 step "the services, started from their unit files"
@@ -370,7 +396,7 @@ for n in 1 2; do
     # A second and third API, each its own unit instance with a drop-in for its ports (as `systemctl edit` writes).
     printf '[Service]\nEnvironment=PUSHCHAT_API_PORT=%s PUSHCHAT_API_METRICS_PORT=%s\n' "${api_ports[$n]}" "$(free_port)" \
         >"$scratch/api-$n.conf"
-    python3 "$repo/scripts/lib/unit.py" "${maps[@]}" --dropin "$scratch/api-$n.conf" "$prefix/deploy/systemd/pushchat-api.service" \
+    python3 "$repo/scripts/lib/unit.py" "${maps[@]}" --dropin "$scratch/api-$n.conf" "$prefix/current/deploy/systemd/pushchat-api.service" \
         >"$scratch/api-$n.log" 2>&1 &
     pids+=($!)
 done
@@ -460,7 +486,7 @@ sed -e "s#listen 443 ssl;#listen 127.0.0.1:$nginx_port ssl;#" -e "s#listen \[::\
     -e "s#server_name push.example.com;#server_name localhost;#" \
     -e "s#/etc/letsencrypt/live/push.example.com/fullchain.pem#$certs/server.pem#" \
     -e "s#/etc/letsencrypt/live/push.example.com/privkey.pem#$certs/server-key.pem#" \
-    "$prefix/deploy/nginx-pushchat.conf" >"$nginx_dir/pushchat.conf"
+    "$prefix/current/deploy/nginx-pushchat.conf" >"$nginx_dir/pushchat.conf"
 grep -q "listen 127.0.0.1:$nginx_port ssl;" "$nginx_dir/pushchat.conf" || die "nginx-pushchat.conf has no 'listen 443 ssl;'"
 # Debian's nginx.conf reduced to what a site needs: the site is included in http {} as sites-enabled/ would be.
 cat >"$nginx_dir/nginx.conf" <<EOF
@@ -511,7 +537,7 @@ pids=("${pids[0]}")
 step "backup and restore (the guide's §13): the dump, restored into a second cluster, sends what was pending"
 # Pending when the dump is taken (no daemon runs): it must go out from the restored database, once.
 token_r=$(printf 'f6%.0s' {1..32})
-(cd "$prefix" && runuser -u pushchat -- sh -c "set -a; . $etc/pushchat.env; exec bin/pushchat-api push $token_r 'Restored from the dump' production --config $etc/pushchat.json") \
+(cd "$prefix/current" && runuser -u pushchat -- sh -c "set -a; . $etc/pushchat.env; exec bin/pushchat-api push $token_r 'Restored from the dump' production --config $etc/pushchat.json") \
     >>"$scratch/guide.log" 2>&1 || die "pushchat-api push (a notification pending in the dump)"
 keys_before=$(db "SELECT count(*) FROM api_keys")
 run_guide_block backup "$repo" /dev/null
@@ -549,6 +575,107 @@ done
     || die "the restored row is not stamped sent"
 for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
 for pid in "${pids[@]:1}"; do wait "$pid" || die "the push daemon on the restored database exited with status $?"; done
+pids=("${pids[0]}")
+
+step "upgrade from the previous release under traffic (the guide's §16), a rollback, and forward again"
+# The previous release: the commit before the newest migration, built beside this one (the same build folder, so
+# only its own modules compile), installed as a release of its own, running on its own schema.
+newest=$(cd "$repo/migrations" && ls ./*.sql | sort | tail -n 1)
+previous=$(git -C "$repo" log -1 --format=%H --diff-filter=A -- "migrations/${newest#./}")^
+previous_name=$(git -C "$repo" log -1 --format=%cd-%h --date=format:%Y%m%d%H%M%S "$previous")
+mkdir -p "$scratch/previous"
+git -C "$repo" archive "$previous" | tar -x -C "$scratch/previous"
+echo "    the previous release: $previous_name (before ${newest#./})"
+for program in pushchat-api pushchat-push pushchat-feedback; do
+    (cd "$scratch/previous" && swift build -c release --static-swift-stdlib --scratch-path "$repo/.build-install" --product "$program") \
+        >>"$scratch/previous-build.log" 2>&1 || die "building the previous release's $program (see previous-build.log)"
+done
+old=$prefix/releases/$previous_name
+install -d "$old/bin" "$old/migrations" "$old/deploy"
+for program in pushchat-api pushchat-push pushchat-feedback; do install -m 755 "$repo/.build-install/release/$program" "$old/bin/"; done
+cp "$scratch/previous/migrations/"*.sql "$old/migrations/"
+cp "$scratch/previous/deploy/grants.sql" "$old/deploy/"
+new_name=$(basename "$(readlink "$prefix/current")")
+ln -sfn "releases/$previous_name" "$prefix/current"
+# The units as §7 copied them (the guide's upgrade block copies the new release's over them).
+install -d "$scratch/etc/systemd/system"
+cp "$prefix/releases/$new_name/deploy/systemd/"* "$scratch/etc/systemd/system/"
+units_dir=$scratch/etc/systemd/system
+# The previous release reads the key id from the environment only.
+echo "PUSHCHAT_APNS_KEY_ID=DEVKEY0001" >>"$etc/apns.env"
+runuser -u postgres -- dropdb pushchat || die "dropdb"
+runuser -u postgres -- createdb --owner pushchat_owner pushchat || die "createdb"
+(cd "$prefix/current" && runuser -u postgres -- env "PUSHCHAT_DATABASE_URL=postgres://postgres@localhost:$pg_port/pushchat?host=/run/postgresql" \
+    bin/pushchat-api migrate production --role pushchat_owner) >>"$scratch/guide.log" 2>&1 || die "the previous release's migrate"
+runuser -u postgres -- psql -d pushchat -v ON_ERROR_STOP=1 -qf "$old/deploy/grants.sql" >>"$scratch/guide.log" 2>&1 || die "grants"
+[ "$(db "SELECT max(version) FROM schema_migrations")" -lt "$(basename "$newest" .sql | cut -d_ -f1 | sed 's/^0*//')" ] \
+    || die "the previous release's schema already has ${newest#./}"
+start_unit pushchat-api.service "$scratch/api-previous.log"
+start_unit pushchat-push.service "$scratch/push-previous.log"
+for _ in $(seq 1 100); do
+    curl -fsS http://127.0.0.1:44447/readyz >/dev/null 2>&1 && curl -fsS http://127.0.0.1:44448/readyz >/dev/null 2>&1 && break
+    sleep 0.2
+done
+curl -fsS http://127.0.0.1:44448/readyz >/dev/null || die "the previous release's push daemon is not ready"
+members=6
+for i in $(seq 1 $members); do
+    [ "$(post --data-urlencode cmd=join --data-urlencode "udid=$(printf '%040d' "$((7000 + i))")" \
+        --data-urlencode "token=$(printf '%064x' "$((0xabc000 + i))")" --data-urlencode "name=U$i" --data-urlencode code=upgrade)" = 200 ] \
+        || die "join U$i on the previous release"
+done
+# Chat traffic all along: a message every 0.1 s, its answer code kept; a refused connection (000) during a restart
+# wrote nothing and is not counted.
+(
+    n=0
+    while [ ! -e "$scratch/upgrade-done" ]; do
+        n=$((n + 1))
+        i=$((n % members + 1))
+        code=$(post --max-time 10 --data-urlencode cmd=message --data-urlencode "udid=$(printf '%040d' "$((7000 + i))")" \
+            --data-urlencode "text=upgrade $n" 2>/dev/null || true)
+        echo "$n $code" >>"$scratch/upgrade-codes"
+        sleep 0.1
+    done
+) &
+traffic=$!
+sleep 2
+run_guide_block upgrade "$repo" /dev/null
+[ "$(readlink "$prefix/current")" = "releases/$new_name" ] || die "make install did not point current at releases/$new_name"
+grep -q "^fits: " "$scratch/guide.log" || die "migrate --check did not say fits after the upgrade"
+sleep 2
+# Back to the previous release on the expanded schema, then forward again, traffic still going.
+rollback_to=$previous_name
+run_guide_block rollback "$repo" /dev/null
+[ "$(readlink "$prefix/current")" = "releases/$previous_name" ] || die "the rollback did not point current at the previous release"
+sleep 2
+ln -sfn "releases/$new_name" "$prefix/current"
+restart_unit pushchat-api
+restart_unit pushchat-push
+sleep 2
+touch "$scratch/upgrade-done"
+wait "$traffic"
+accepted=$(awk '$2 == 200' "$scratch/upgrade-codes" | wc -l)
+others=$(awk '$2 != 200 && $2 != "000"' "$scratch/upgrade-codes" | wc -l)
+[ "$others" = 0 ] || die "$others messages answered neither 200 nor a refused connection: $(awk '$2 != 200' "$scratch/upgrade-codes" | head -5 | tr '\n' ' ')"
+expected=$((accepted * (members - 1)))
+for _ in $(seq 1 200); do
+    [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: upgrade %'")" = "$expected" ] && break
+    sleep 0.1
+done
+[ "$(db "SELECT count(*) FROM push_queue WHERE payload LIKE '%: upgrade %'")" = "$expected" ] \
+    || die "$(db "SELECT count(*) FROM push_queue WHERE payload LIKE '%: upgrade %'") rows queued for $accepted accepted messages, not $expected"
+[ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: upgrade %'")" = "$expected" ] \
+    || die "not every row queued across the upgrade was sent"
+read -r arrived distinct < <(python3 - "$scratch/record.jsonl" <<'EOF'
+import json, sys
+pairs = [(r["token"], r["payload"]) for r in map(json.loads, open(sys.argv[1])) if ": upgrade " in r["payload"]]
+print(len(pairs), len(set(pairs)))
+EOF
+)
+[ "$arrived" = "$expected" ] && [ "$distinct" = "$expected" ] \
+    || die "$arrived notifications ($distinct distinct) arrived across the upgrade, not $expected once each"
+echo "    $accepted messages during the upgrade, rollback and roll-forward: $expected notifications, each once"
+for pid in "${pids[@]:1}"; do kill -TERM "$pid" 2>/dev/null || true; done
+for pid in "${pids[@]:1}"; do wait "$pid" 2>/dev/null || true; done
 pids=("${pids[0]}")
 
 step "monitoring: promtool checks deploy/prometheus.yml and deploy/alerts.yml"
