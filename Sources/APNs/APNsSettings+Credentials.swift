@@ -1,3 +1,4 @@
+import Foundation
 import NIOSSL
 import Settings
 import Support
@@ -25,6 +26,13 @@ extension APNsSettings {
             throw missing(.apnsTeamID, "not set: the developer team id (with \(ConfigurationKey.apnsKeyFile.environmentName))")
         }
         return .token(try ProviderTokenSigner(keyFile: keyFile, keyID: keyID, teamID: teamID), topic: topic)
+    }
+
+    /// When the client certificate the daemon authenticates with expires; `nil` with token authentication (a `.p8`
+    /// key does not expire).
+    public func certificateExpiry() throws -> Date? {
+        if transport == .http2 && keyFile != nil { return nil }
+        return try loadIdentity().notValidAfter
     }
 
     /// Loads the client identity.

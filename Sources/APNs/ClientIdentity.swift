@@ -12,6 +12,9 @@ public struct ClientIdentity: Sendable {
     /// The file it came from, for messages.
     public let path: String
 
+    /// When the certificate (the chain's first) stops being valid: Apple's provider certificates last a year.
+    public var notValidAfter: Date { Date(timeIntervalSince1970: TimeInterval(certificateChain[0].notValidAfter)) }
+
     /// Loads `path`; a wrong passphrase or a file without a key throws a ``CertificateError`` naming the file.
     public static func load(path: String, passphrase: String?) throws(CertificateError) -> ClientIdentity {
         guard let data = FileManager.default.contents(atPath: path) else {

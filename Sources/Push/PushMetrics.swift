@@ -1,4 +1,5 @@
 import APNs
+import Foundation
 import Metrics
 import NIOConcurrencyHelpers
 import Observability
@@ -52,6 +53,12 @@ public struct PushMetrics: Sendable {
 
     func failed(reason: String, count: Int = 1) {
         registry.counter("pushchat.push.failed", [("reason", reason)]).increment(by: count)
+    }
+
+    /// The client certificate's expiry as a Unix time (`pushchat_apns_certificate_expiry_seconds`), exported only
+    /// when the daemon authenticates with a certificate: an alert fires a month ahead.
+    func certificateExpires(_ date: Date) {
+        registry.meter("pushchat.apns.certificate_expiry_seconds").set(date.timeIntervalSince1970)
     }
 
     func inFlight(connection: Int) -> Meter {

@@ -76,6 +76,12 @@ public final class PushService: Service, Sendable {
             "Push daemon started (\(configuration.mode.rawValue) mode, \(transport.description))",
             metadata: ["push.instance": "\(instance)"]
         )
+        if let expiry = try? configuration.apns.certificateExpiry() {
+            metrics.certificateExpires(expiry)
+            let days = Int(expiry.timeIntervalSinceNow / 86_400)
+            let line: Logger.Message = "APNs client certificate valid until \(expiry.formatted(.iso8601)) (\(days) days)"
+            if days < 30 { logger.warning("\(line): renew it (the guide's §10)") } else { logger.info(line) }
+        }
         let status = PushStatus(alarm: metrics.wrongEnvironment, logger: logger)
         await withTaskGroup(of: Void.self) { outer in
             // Served from the start: /readyz says "database unreachable" while the daemon waits for it.

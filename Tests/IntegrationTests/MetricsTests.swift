@@ -93,6 +93,10 @@ import Testing
                 let before = try await LoopbackHTTP.scrape(port: port)
                 #expect(before["pushchat_gateway_connected"] == 1)
                 #expect(before["pushchat_push_sent"] == 0)
+                // The client certificate's expiry, for the alert a month ahead.
+                let expiry = try harness.configuration().apns.loadIdentity().notValidAfter
+                #expect(expiry.timeIntervalSinceNow > 86_400)
+                #expect(before["pushchat_apns_certificate_expiry_seconds"] == expiry.timeIntervalSince1970)
                 try await harness.queue(20)
                 try await harness.waitUntil("19 sent and 1 failed") { try await harness.sentAndFailed() == [19, 1] }
                 try await harness.waitUntil("the metrics show it") {
