@@ -211,12 +211,15 @@ public final class PushService: Service, Sendable {
     static func maintainLeases(_ context: WorkerContext) async {
         while !Task.isCancelled {
             do {
-                let returned = try await context.queue.reclaimExpired()
+                // Our own leases first: after an outage longer than the lease they have run out too, and the rows
+                // they hold were written (a second claim would send them twice).
+                let held = context.held.snapshot
+                try await context.queue.renew(held)
+                let returned = try await context.queue.reclaimExpired(keeping: held)
                 if returned > 0 {
                     context.logger.info("Returned \(returned) notifications whose lease ran out (their daemon stopped) to the queue")
                     context.signal.signal()
                 }
-                try await context.queue.renew(context.held.snapshot)
             } catch {
                 context.logger.warning("Cannot renew leases: \(DatabaseError.describe(error))")
             }

@@ -17,41 +17,59 @@ extension DatabaseClient {
         }
         let lease = NIOLockedValueBox(LeasePhase.waiting)
         let statementLimit = session.statementTimeout == .zero ? .seconds(60) : session.statementTimeout + .seconds(5)
+        let answer = FirstAnswer<T>()
         let work = Task {
-            try await pool.withConnection { connection in
-                let proceed = lease.withLockedValue { phase in
-                    guard phase == .waiting else { return false }
-                    phase = .leased
-                    return true
+            do {
+                let value = try await pool.withConnection { connection in
+                    let proceed = lease.withLockedValue { phase in
+                        guard phase == .waiting else { return false }
+                        phase = .leased
+                        return true
+                    }
+                    guard proceed else { throw CancellationError() }
+                    // The server's statement_timeout ends a statement before this; only a server that does not answer
+                    // at all gets here: the connection is closed (its statement may still be running, so it is not
+                    // given to anyone else) and the body fails.
+                    let overdue = connection.eventLoop.scheduleTask(in: .nanoseconds(statementLimit.nanoseconds)) {
+                        lease.withLockedValue { $0 = .overdue }
+                        let closing: EventLoopFuture<Void> = connection.close()
+                        closing.whenComplete { _ in }
+                    }
+                    defer { overdue.cancel() }
+                    do {
+                        return try await body(connection)
+                    } catch  where lease.withLockedValue({ $0 }) == .overdue {
+                        throw DatabaseError(
+                            code: .outcomeUnknown,
+                            context: "waiting for the database's answer",
+                            reason: "no answer within \(statementLimit.formatted); the statement may or may not have been carried out"
+                        )
+                    }
                 }
-                guard proceed else { throw CancellationError() }
-                // The server's statement_timeout ends a statement before this; only a server that does not answer at
-                // all gets here: the connection is closed (its statement may still be running, so it is not given to
-                // anyone else) and the body fails.
-                let overdue = connection.eventLoop.scheduleTask(in: .nanoseconds(statementLimit.nanoseconds)) {
-                    lease.withLockedValue { $0 = .overdue }
-                    let closing: EventLoopFuture<Void> = connection.close()
-                    closing.whenComplete { _ in }
-                }
-                defer { overdue.cancel() }
-                do {
-                    return try await body(connection)
-                } catch  where lease.withLockedValue({ $0 }) == .overdue {
-                    throw DatabaseError(
-                        code: .outcomeUnknown,
-                        context: "waiting for the database's answer",
-                        reason: "no answer within \(statementLimit.formatted); the statement may or may not have been carried out"
-                    )
-                }
+                answer.give(.success(value))
+            } catch {
+                answer.give(.failure(error))
             }
         }
+        let unavailable: @Sendable () -> DatabaseError = {
+            DatabaseError(
+                code: .unavailable,
+                context: "waiting for a database connection",
+                reason: self.health.problem ?? "no connection within \(self.leaseTimeout.formatted)"
+            )
+        }
+        // Given up while still waiting for a connection: the caller hears at once, whatever the pool then does with
+        // the cancelled request (a pool being replaced after an outage may never answer it).
         let stopWaiting: @Sendable () -> Void = {
             let abandon = lease.withLockedValue { phase in
                 guard phase == .waiting else { return false }
                 phase = .abandoned
                 return true
             }
-            if abandon { work.cancel() }
+            if abandon {
+                work.cancel()
+                answer.give(.failure(unavailable()))
+            }
         }
         let registration = health.whenDown(stopWaiting)
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(leaseTimeout.nanoseconds), stopWaiting)
@@ -61,21 +79,17 @@ extension DatabaseClient {
         }
         do {
             return try await withTaskCancellationHandler {
-                try await work.value
+                try await answer.value()
             } onCancel: {
+                stopWaiting()
                 work.cancel()
             }
         } catch {
             // Leased (or overdue): the server's error or the unknown outcome, as it is. Otherwise nothing was sent.
             switch lease.withLockedValue({ $0 }) {
             case .leased, .overdue: throw error
-            case .waiting, .abandoned: break
+            case .waiting, .abandoned: throw unavailable()
             }
-            throw DatabaseError(
-                code: .unavailable,
-                context: "waiting for a database connection",
-                reason: health.problem ?? "no connection within \(leaseTimeout.formatted)"
-            )
         }
     }
 
@@ -107,6 +121,51 @@ extension DatabaseClient {
                 try? await connection.close()
                 throw error
             }
+        }
+    }
+}
+
+/// The first of a request's outcomes (its work's result, or giving up while it waited), once; later ones are dropped.
+final class FirstAnswer<T: Sendable>: Sendable {
+    private enum State {
+        case pending
+        case waiting(CheckedContinuation<T, any Error>)
+        case answered(Result<T, any Error>)
+        case delivered
+    }
+    private let state = NIOLockedValueBox(State.pending)
+
+    func give(_ result: Result<T, any Error>) {
+        let continuation: CheckedContinuation<T, any Error>? = state.withLockedValue { state in
+            switch state {
+            case .pending:
+                state = .answered(result)
+                return nil
+            case .waiting(let continuation):
+                state = .delivered
+                return continuation
+            case .answered, .delivered:
+                return nil
+            }
+        }
+        continuation?.resume(with: result)
+    }
+
+    func value() async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready: Result<T, any Error>? = state.withLockedValue { state in
+                switch state {
+                case .answered(let result):
+                    state = .delivered
+                    return result
+                case .pending:
+                    state = .waiting(continuation)
+                    return nil
+                case .waiting, .delivered:
+                    preconditionFailure("FirstAnswer.value() awaited twice")
+                }
+            }
+            if let ready { continuation.resume(with: ready) }
         }
     }
 }

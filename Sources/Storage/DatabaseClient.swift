@@ -71,35 +71,49 @@ public final class DatabaseClient: Service, Sendable {
     }
 
     /// One pool per stretch of the database answering: a pool, its probe, and on recovery a new one.
+    ///
+    /// The new pool takes over before the old one has finished shutting down: a statement still waiting on the old
+    /// pool must never hold up the switch (the daemon would wait on a pool that is closing, and it on the statement).
     private func runGenerations() async {
-        var backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(2))
-        while !Task.isCancelled {
-            let session: DatabaseSession
-            do {
-                session = try await DatabaseSession.detect(url: url, applicationName: applicationName, logger: logger)
-            } catch {
-                if Task.isCancelled { return }
-                health.failed(Self.describe(error))
-                try? await Task.sleep(for: backoff.next())
-                continue
-            }
-            backoff.reset()
-            announce(session)
-            let pool = Database.makeClient(
-                url: url,
-                route: session.route,
-                applicationName: applicationName,
-                keepOpen: keepOpen,
-                logger: logger
-            )
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await pool.run() }
+        await withDiscardingTaskGroup { pools in
+            var backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(2))
+            var previous: Task<Void, Never>?
+            while !Task.isCancelled {
+                let session: DatabaseSession
+                do {
+                    session = try await DatabaseSession.detect(url: url, applicationName: applicationName, logger: logger)
+                } catch {
+                    if Task.isCancelled { break }
+                    health.failed(Self.describe(error))
+                    try? await Task.sleep(for: backoff.next())
+                    continue
+                }
+                backoff.reset()
+                announce(session)
+                let pool = Database.makeClient(
+                    url: url,
+                    route: session.route,
+                    applicationName: applicationName,
+                    keepOpen: keepOpen,
+                    logger: logger
+                )
+                // Its own task, so that it can be stopped alone; the group waits for it (and cancels it) at shutdown.
+                let running = Task { await pool.run() }
+                pools.addTask {
+                    await withTaskCancellationHandler {
+                        await running.value
+                    } onCancel: {
+                        running.cancel()
+                    }
+                }
                 current.withLockedValue { $0 = (pool, session) }
+                previous?.cancel()
+                previous = running
                 health.probeSucceeded()
                 // The probe returns when the database came back after an outage: this pool's backoff is spent.
                 await probe(session: session)
-                group.cancelAll()
             }
+            previous?.cancel()
         }
     }
 

@@ -39,9 +39,14 @@ public struct PushQueue: Sendable {
         }
     }
 
-    /// The pool to use now: a ``DatabaseClient`` replaces its pool when the database comes back after an outage.
-    let pools: @Sendable () -> PostgresClient
-    var client: PostgresClient { pools() }
+    /// Where statements go: a pool of the caller's, or a ``DatabaseClient``, which knows when the database is away
+    /// (a statement then fails at once instead of waiting), bounds the wait for a connection, and replaces its pool
+    /// when the database comes back after an outage.
+    enum Source: Sendable {
+        case pool(PostgresClient)
+        case database(DatabaseClient)
+    }
+    let source: Source
     /// Who claims: `host:pid`, stored in `claimed_by`.
     public let instance: String
     let lease: Duration
@@ -59,16 +64,16 @@ public struct PushQueue: Sendable {
 
     /// `rescan`: how long a backlog may be claimed past rows behind the cursor (see ``ClaimCursor``).
     public init(client: PostgresClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
-        self.init(pools: { client }, instance: instance, lease: lease, rescan: rescan, logger: logger)
+        self.init(source: .pool(client), instance: instance, lease: lease, rescan: rescan, logger: logger)
     }
 
-    /// A queue on whichever pool `database` has at the time of each statement.
+    /// A queue on `database`: each statement on the pool it has at the time, never waiting on a database that is away.
     public init(database: DatabaseClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
-        self.init(pools: { database.currentPool }, instance: instance, lease: lease, rescan: rescan, logger: logger)
+        self.init(source: .database(database), instance: instance, lease: lease, rescan: rescan, logger: logger)
     }
 
-    init(pools: @escaping @Sendable () -> PostgresClient, instance: String, lease: Duration, rescan: Duration, logger: Logger) {
-        self.pools = pools
+    init(source: Source, instance: String, lease: Duration, rescan: Duration, logger: Logger) {
+        self.source = source
         self.instance = instance
         self.lease = lease
         self.logger = logger
@@ -77,16 +82,23 @@ public struct PushQueue: Sendable {
 
     var leaseSeconds: Double { lease.seconds }
 
+    /// Runs one statement and collects its rows.
+    func run(_ query: PostgresQuery) async throws -> DatabaseRows {
+        switch source {
+        case .pool(let client): DatabaseRows(try await client.query(query, logger: logger).collect())
+        case .database(let database): try await database.query(query, logger: logger)
+        }
+    }
+
     /// Rows waiting to be sent, and how many seconds the oldest has waited (for metrics).
     public func depth() async throws -> (count: Int, oldestAge: Double) {
-        let rows = try await client.query(
+        let rows = try await run(
             """
             SELECT count(*), coalesce(extract(epoch FROM now() - min(time_queued)), 0)::float8
             FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL
-            """,
-            logger: logger
+            """
         )
-        for try await (count, age) in rows.decode((Int64, Double).self) { return (Int(count), age) }
+        for (count, age) in try rows.decode((Int64, Double).self) { return (Int(count), age) }
         return (0, 0)
     }
 
@@ -99,7 +111,7 @@ public struct PushQueue: Sendable {
     public func claim(limit: Int) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let after = cursor.value.withLock { $0.start(now: now) }
-        let rows = try await client.query(
+        let rows = try await run(
             """
             UPDATE push_queue q
             SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
@@ -110,14 +122,13 @@ public struct PushQueue: Sendable {
                 FOR UPDATE SKIP LOCKED
             ))
             RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.topic, q.time_queued
-            """,
-            logger: logger
+            """
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)
         // Column by column: decoding the row as one tuple looked up generic metadata for every row, a third of the
         // daemon's CPU in a binary drain.
-        for try await row in rows {
+        for row in rows {
             var cells = row.makeIterator()
             func column<Value: PostgresDecodable>(_: Value.Type) throws -> Value {
                 guard let cell = cells.next() else {
@@ -147,31 +158,28 @@ public struct PushQueue: Sendable {
     /// Stamps `time_sent` on rows this daemon holds.
     public func markSent(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        try await client.query(
-            "UPDATE push_queue SET time_sent = now(), last_status = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance)",
-            logger: logger
+        _ = try await run(
+            "UPDATE push_queue SET time_sent = now(), last_status = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance)"
         )
     }
 
     /// Gives rows up for good, keeping the reason.
     public func markFailed(_ failures: [Failure]) async throws {
         guard !failures.isEmpty else { return }
-        try await client.query(
+        _ = try await run(
             """
             UPDATE push_queue q SET time_failed = now(), last_status = f.status, last_error = f.reason, claimed_until = NULL
             FROM unnest(\(failures.map(\.messageID))::int8[], \(failures.map(\.status))::text[], \(failures.map(\.reason))::text[]) AS f(id, status, reason)
             WHERE q.message_id = f.id
-            """,
-            logger: logger
+            """
         )
     }
 
     /// Puts rows back in the queue (not sent, to be claimed again), e.g. at shutdown.
     public func release(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        try await client.query(
-            "UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL",
-            logger: logger
+        _ = try await run(
+            "UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL"
         )
         cursor.value.withLock { $0.rewind() }
     }
@@ -212,7 +220,7 @@ public struct PushQueue: Sendable {
     public func postpone(_ deferrals: [Deferral], limit: RetryLimit = RetryLimit()) async throws -> Int {
         guard !deferrals.isEmpty else { return 0 }
         let seconds = deferrals.map(\.delay.seconds)
-        let rows = try await client.query(
+        let rows = try await run(
             """
             WITH d AS (
                 SELECT * FROM unnest(\(deferrals.map(\.messageID))::int8[], \(seconds)::float8[], \(deferrals.map(\.status))::text[],
@@ -234,39 +242,38 @@ public struct PushQueue: Sendable {
                 last_error = CASE WHEN j.give_up THEN 'gave up after ' || j.attempts || ' attempts: ' || j.reason ELSE j.reason END
             FROM judged j WHERE q.message_id = j.message_id
             RETURNING j.give_up
-            """,
-            logger: logger
+            """
         )
         var failed = 0
-        for try await giveUp in rows.decode(Bool.self) where giveUp { failed += 1 }
+        for giveUp in try rows.decode(Bool.self) where giveUp { failed += 1 }
         return failed
     }
 
     /// Extends the lease of rows still in flight.
     public func renew(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        try await client.query(
+        _ = try await run(
             """
             UPDATE push_queue SET claimed_until = now() + make_interval(secs => \(leaseSeconds))
             WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL AND time_failed IS NULL
-            """,
-            logger: logger
+            """
         )
     }
 
-    /// Returns rows whose lease ran out (their daemon died or lost the database) to the queue; the count.
+    /// Returns rows whose lease ran out (their daemon died or lost the database) to the queue; the count. Rows this
+    /// daemon still holds (`held`: written, their answers not yet recorded) stay with it whatever their lease says:
+    /// after an outage longer than the lease they would otherwise be claimed and sent again.
     @discardableResult
-    public func reclaimExpired() async throws -> Int {
-        let rows = try await client.query(
+    public func reclaimExpired(keeping held: [Int64] = []) async throws -> Int {
+        let rows = try await run(
             """
             UPDATE push_queue SET claimed_until = NULL
             WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until < now()
+              AND NOT (claimed_by = \(instance) AND message_id = ANY(\(held)))
             RETURNING 1
-            """,
-            logger: logger
+            """
         )
-        var count = 0
-        for try await _ in rows { count += 1 }
+        let count = rows.count
         if count > 0 { cursor.value.withLock { $0.rewind() } }
         return count
     }
@@ -276,7 +283,7 @@ public struct PushQueue: Sendable {
         guard !tokens.isEmpty else { return }
         // Apple's time as text ('' for none: then the database's clock, now(), not the daemon's).
         let times = tokens.map { $0.reportedAt.map { Date.ISO8601FormatStyle(includingFractionalSeconds: true).format($0) } ?? "" }
-        try await client.query(
+        _ = try await run(
             """
             INSERT INTO invalid_tokens (device_token, reported_at, source)
             SELECT DISTINCT ON (t) lower(t), coalesce(nullif(r, '')::timestamptz, now()), s
@@ -285,8 +292,7 @@ public struct PushQueue: Sendable {
             ON CONFLICT (device_token) DO UPDATE SET
                 reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
                 source = EXCLUDED.source, processed_at = NULL
-            """,
-            logger: logger
+            """
         )
     }
 }

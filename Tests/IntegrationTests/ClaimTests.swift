@@ -91,7 +91,15 @@ import Testing
         try await Self.withQueue(rows: 3000) { first, url in
             let queues =
                 [first]
-                + (2...4).map { PushQueue(client: first.client, instance: "test:\($0)", lease: .seconds(30), logger: TestDatabase.logger) }
+                + (2...4).map {
+                    PushQueue(
+                        source: first.source,
+                        instance: "test:\($0)",
+                        lease: .seconds(30),
+                        rescan: .seconds(1),
+                        logger: TestDatabase.logger
+                    )
+                }
             var claimed = try await withThrowingTaskGroup(of: [Int64].self) { group in
                 for queue in queues {
                     group.addTask {
