@@ -132,6 +132,28 @@ run_guide_block() {
 
 free_port() { pg_free_port; }
 
+# The chat messages whose text starts with WORD: EXPECTED rows queued, every one sent (waits up to 20 s), and
+# EXPECTED notifications at the simulator, no (token, payload) twice. WHERE says where, for the messages.
+delivered_once() {
+    local word=$1 expected=$2 where=$3 queued sent arrived distinct
+    for _ in $(seq 1 200); do
+        [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: $word %'")" = "$expected" ] && break
+        sleep 0.1
+    done
+    queued=$(db "SELECT count(*) FROM push_queue WHERE payload LIKE '%: $word %'")
+    sent=$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: $word %'")
+    [ "$queued" = "$expected" ] || die "$queued rows queued $where, not $expected"
+    [ "$sent" = "$expected" ] || die "$sent of $expected rows queued $where were sent"
+    read -r arrived distinct < <(python3 - "$scratch/record.jsonl" ": $word " <<'EOF'
+import json, sys
+pairs = [(r["token"], r["payload"]) for r in map(json.loads, open(sys.argv[1])) if sys.argv[2] in r["payload"]]
+print(len(pairs), len(set(pairs)))
+EOF
+)
+    [ "$arrived" = "$expected" ] || die "$arrived notifications arrived $where, not $expected"
+    [ "$distinct" = "$expected" ] || die "$distinct distinct (token, message) pairs arrived $where, not $expected (one sent twice?)"
+}
+
 # PgBouncer with the guide's ini at test ports and paths, a pool of 2 (a small PostgreSQL), as Debian's unit runs it.
 bouncer_pid=""
 start_pgbouncer() {
@@ -273,15 +295,20 @@ restart_unit() {
     start_unit "$name" "$scratch/$1-restart-$restarts.log"
 }
 
+# The API and the push daemon from their units, logs api-NAME.log and push-NAME.log, both ready within 20 s.
+start_services() {
+    start_unit pushchat-api.service "$scratch/api$1.log"
+    start_unit pushchat-push.service "$scratch/push$1.log"
+    for _ in $(seq 1 100); do
+        curl -fsS http://127.0.0.1:44447/readyz >/dev/null 2>&1 && curl -fsS http://127.0.0.1:44448/readyz >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    curl -fsS http://127.0.0.1:44447/readyz >/dev/null || die "the API is not ready ($2)"
+    curl -fsS http://127.0.0.1:44448/readyz >/dev/null || die "the push daemon is not ready ($2: no database or no gateway connection)"
+}
+
 step "the services, started from their unit files"
-start_unit pushchat-api.service "$scratch/api.log"
-start_unit pushchat-push.service "$scratch/push.log"
-for _ in $(seq 1 100); do
-    curl -fsS http://127.0.0.1:44447/healthz >/dev/null 2>&1 && curl -fsS http://127.0.0.1:44448/readyz >/dev/null 2>&1 && break
-    sleep 0.2
-done
-curl -fsS http://127.0.0.1:44447/readyz >/dev/null || die "the API is not ready"
-curl -fsS http://127.0.0.1:44448/readyz >/dev/null || die "the push daemon is not ready (no database or no gateway connection)"
+start_services "" "this release"
 grep -q "Connection OK (HTTP/2)" "$scratch/push.log" || die "the push daemon did not connect over HTTP/2"
 
 step "secrets: the API's process cannot read Apple's key or the APNs credentials"
@@ -454,23 +481,9 @@ for i in $(seq 1 $members); do
 done
 wait_codes message
 expected=$((members * (members - 1)))
-for _ in $(seq 1 150); do
-    [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: pooled %'")" = "$expected" ] && break
-    sleep 0.1
-done
+delivered_once pooled "$expected" "through PgBouncer"
 touch "$scratch/traffic-done"
 wait "$sampler"
-[ "$(db "SELECT count(*) FROM push_queue WHERE payload LIKE '%: pooled %'")" = "$expected" ] || die "not $expected rows queued"
-[ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: pooled %'")" = "$expected" ] \
-    || die "not every row through PgBouncer was sent"
-read -r arrived distinct < <(python3 - "$scratch/record.jsonl" <<'EOF'
-import json, sys
-pairs = [(r["token"], r["payload"]) for r in map(json.loads, open(sys.argv[1])) if ": pooled " in r["payload"]]
-print(len(pairs), len(set(pairs)))
-EOF
-)
-[ "$arrived" = "$expected" ] || die "$arrived notifications arrived at the simulator, not $expected"
-[ "$distinct" = "$expected" ] || die "$distinct distinct (token, message) pairs arrived, not $expected (one sent twice?)"
 most=$(cat "$scratch/backends-most")
 [ "$most" -le 3 ] || die "the services held $most PostgreSQL backends (PgBouncer's pool of 2 and one LISTEN at most)"
 echo "    $expected notifications through 3 APIs and the daemon behind PgBouncer, at most $most backends at once"
@@ -614,13 +627,7 @@ runuser -u postgres -- createdb --owner pushchat_owner pushchat || die "createdb
 runuser -u postgres -- psql -d pushchat -v ON_ERROR_STOP=1 -qf "$old/deploy/grants.sql" >>"$scratch/guide.log" 2>&1 || die "grants"
 [ "$(db "SELECT max(version) FROM schema_migrations")" -lt "$(basename "$newest" .sql | cut -d_ -f1 | sed 's/^0*//')" ] \
     || die "the previous release's schema already has ${newest#./}"
-start_unit pushchat-api.service "$scratch/api-previous.log"
-start_unit pushchat-push.service "$scratch/push-previous.log"
-for _ in $(seq 1 100); do
-    curl -fsS http://127.0.0.1:44447/readyz >/dev/null 2>&1 && curl -fsS http://127.0.0.1:44448/readyz >/dev/null 2>&1 && break
-    sleep 0.2
-done
-curl -fsS http://127.0.0.1:44448/readyz >/dev/null || die "the previous release's push daemon is not ready"
+start_services -previous "the previous release"
 members=6
 for i in $(seq 1 $members); do
     [ "$(post --data-urlencode cmd=join --data-urlencode "udid=$(printf '%040d' "$((7000 + i))")" \
@@ -661,22 +668,7 @@ accepted=$(awk '$2 == 200' "$scratch/upgrade-codes" | wc -l)
 others=$(awk '$2 != 200 && $2 != "000"' "$scratch/upgrade-codes" | wc -l)
 [ "$others" = 0 ] || die "$others messages answered neither 200 nor a refused connection: $(awk '$2 != 200' "$scratch/upgrade-codes" | head -5 | tr '\n' ' ')"
 expected=$((accepted * (members - 1)))
-for _ in $(seq 1 200); do
-    [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: upgrade %'")" = "$expected" ] && break
-    sleep 0.1
-done
-[ "$(db "SELECT count(*) FROM push_queue WHERE payload LIKE '%: upgrade %'")" = "$expected" ] \
-    || die "$(db "SELECT count(*) FROM push_queue WHERE payload LIKE '%: upgrade %'") rows queued for $accepted accepted messages, not $expected"
-[ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: upgrade %'")" = "$expected" ] \
-    || die "not every row queued across the upgrade was sent"
-read -r arrived distinct < <(python3 - "$scratch/record.jsonl" <<'EOF'
-import json, sys
-pairs = [(r["token"], r["payload"]) for r in map(json.loads, open(sys.argv[1])) if ": upgrade " in r["payload"]]
-print(len(pairs), len(set(pairs)))
-EOF
-)
-[ "$arrived" = "$expected" ] && [ "$distinct" = "$expected" ] \
-    || die "$arrived notifications ($distinct distinct) arrived across the upgrade, not $expected once each"
+delivered_once upgrade "$expected" "across the upgrade"
 echo "    $accepted messages during the upgrade, rollback and roll-forward: $expected notifications, each once"
 for pid in "${pids[@]:1}"; do kill -TERM "$pid" 2>/dev/null || true; done
 for pid in "${pids[@]:1}"; do wait "$pid" 2>/dev/null || true; done
