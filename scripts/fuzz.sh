@@ -7,17 +7,19 @@
 #   feedback    feedback-service tuples
 #   provider    the provider API's JSON bodies (notifications, devices); parsed JSON must serialize and parse back equal
 #
-#   ./scripts/fuzz.sh [SECONDS]        each target for at most SECONDS (default 60) and 100,000 inputs
+#   ./scripts/fuzz.sh [SECONDS]        each target for SECONDS (default 60)
 #
-# The test command's run is repeatable: seed 1 (PUSHCHAT_FUZZ_SEED; 0 picks a random one), the same inputs in the same
-# order on every machine, so a clean run here is a clean run in CI. For a longer, random hunt:
-#   PUSHCHAT_FUZZ_SEED=0 PUSHCHAT_FUZZ_RUNS=-1 ./scripts/fuzz.sh 600
+# Every run takes a new seed, printed with each target (so each CI run explores inputs the last one did not); a
+# failure is replayed with the same seed: PUSHCHAT_FUZZ_SEED=N ./scripts/fuzz.sh. PUSHCHAT_FUZZ_RUNS=N stops a target
+# after N inputs instead (with a fixed seed, the same inputs in the same order on every machine).
 #
 # A crash, leak or timeout stops with a non-zero exit; the input is saved in .local/test-output/fuzz/ — add it to
 # the target's corpus folder and it becomes a regression test (FuzzCorpusTests replays every corpus file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+seed=${PUSHCHAT_FUZZ_SEED:-$((RANDOM * 32768 + RANDOM + 1))}
+runs=${PUSHCHAT_FUZZ_RUNS:--1}
 read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider}"
 out="$PWD/.local/test-output/fuzz"
 mkdir -p "$out"
@@ -32,12 +34,14 @@ bin=$(swift build "${flags[@]}" --show-bin-path)
 for target in "${targets[@]}"; do
     work=$(mktemp -d)
     cp Fuzz/corpus/"$target"/* "$work"/
-    echo "==> fuzzing $target for ${seconds} s ($(ls "$work" | wc -l) seeds)"
-    if ! PUSHCHAT_FUZZ=$target "$bin/pushchat-fuzz" "$work" -seed="${PUSHCHAT_FUZZ_SEED:-1}" -runs="${PUSHCHAT_FUZZ_RUNS:-100000}" \
+    limit="${seconds} s"
+    [ "$runs" != -1 ] && limit="$limit or $runs inputs"
+    echo "==> fuzzing $target for $limit, seed $seed ($(ls "$work" | wc -l) corpus inputs; replay: PUSHCHAT_FUZZ_SEED=$seed)"
+    if ! PUSHCHAT_FUZZ=$target "$bin/pushchat-fuzz" "$work" -seed="$seed" -runs="$runs" \
         -max_total_time="$seconds" -max_len=4096 -timeout=10 \
         -rss_limit_mb=2048 -artifact_prefix="$out/$target-" -print_final_stats=1 >"$out/$target.log" 2>&1; then
         tail -n 40 "$out/$target.log" >&2
-        echo "fuzz: $target failed; the input is in $out" >&2
+        echo "fuzz: $target failed with seed $seed; the input is in $out" >&2
         rm -rf "$work"
         exit 1
     fi

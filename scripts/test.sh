@@ -8,8 +8,8 @@
 #   spec     schemathesis (PyPI) sends requests generated from docs/openapi.yaml to a running pushchat-api: no 5xx,
 #            every answer as the spec says (scripts/api-spec-test.py; seed 1, 15 examples per operation, ≤ 120 s of requests)
 #   deploy   the deployment guide followed to the letter into a scratch folder (scripts/deploy-test.sh; root only)
-#   fuzz     libFuzzer with AddressSanitizer on every parser of untrusted bytes, 60 s each (scripts/fuzz.sh;
-#            PUSHCHAT_FUZZ_SECONDS changes it)
+#   fuzz     libFuzzer with AddressSanitizer on every parser of untrusted bytes, 45 s each with a new seed, printed
+#            (scripts/fuzz.sh; PUSHCHAT_FUZZ_SECONDS and PUSHCHAT_FUZZ_SEED change them)
 #
 #   ./scripts/test.sh                    every stage
 #   ./scripts/test.sh ARGS...            only `swift test ARGS` (e.g. --filter FormFields)
@@ -27,6 +27,16 @@ elif [ $# -gt 0 ]; then
     stages=(swift)
 fi
 has_stage() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+for stage in "${stages[@]}"; do
+    case "$stage" in
+    swift | browser | spec | deploy | fuzz) ;;
+    *)
+        echo "test.sh: no stage '$stage' (swift, browser, spec, deploy, fuzz)" >&2
+        exit 2
+        ;;
+    esac
+done
+[ ${#stages[@]} -gt 0 ] || { echo "test.sh: --stage needs a stage (swift, browser, spec, deploy, fuzz)" >&2; exit 2; }
 
 timings=()
 stage_start=0
@@ -143,6 +153,6 @@ fi
 
 if has_stage fuzz; then
     begin "fuzzing (libFuzzer, AddressSanitizer)"
-    ./scripts/fuzz.sh "${PUSHCHAT_FUZZ_SECONDS:-60}"
+    ./scripts/fuzz.sh "${PUSHCHAT_FUZZ_SECONDS:-45}"
     finish "fuzzing"
 fi
