@@ -57,13 +57,6 @@ public final class DatabaseClient: Service, Sendable {
         }
     }
 
-    /// The pool in use now (replaced when the database comes back after an outage): take it for each statement, do
-    /// not keep it. Only after ``waitForPool()``.
-    public var currentPool: PostgresClient {
-        guard let pool = current.withLockedValue({ $0?.pool }) else { preconditionFailure("no pool before waitForPool()") }
-        return pool
-    }
-
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             await self.runGenerations()
