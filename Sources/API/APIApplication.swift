@@ -35,7 +35,8 @@ public enum APIApplication {
         let perIP = RateLimiter(rate: configuration.limits.ratePerIP, burst: configuration.limits.burstPerIP)
         let counter = ConnectionCounter(
             maximum: configuration.limits.maxConnectionsPerIP,
-            maximumTotal: configuration.limits.maxConnections
+            maximumTotal: configuration.limits.maxConnections,
+            gauge: metrics.meter("pushchat.api.connections")
         )
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: AccessLogMiddleware())

@@ -1,3 +1,4 @@
+import Metrics
 import NIOConcurrencyHelpers
 import Support
 
@@ -16,10 +17,13 @@ final class ConnectionCounter: Sendable {
     private let counts = NIOLockedValueBox(Counts())
     /// Refused connections are logged a line a second per kind, with how many were left out.
     let refusals = RefusalSampler()
+    /// `pushchat_api_connections`: the connections open now (how close the server is to `api_max_connections`).
+    private let gauge: Meter?
 
-    init(maximum: Int, maximumTotal: Int = 0) {
+    init(maximum: Int, maximumTotal: Int = 0, gauge: Meter? = nil) {
         self.maximum = maximum
         self.maximumTotal = maximumTotal
+        self.gauge = gauge
     }
 
     enum Refusal: Equatable {
@@ -30,25 +34,30 @@ final class ConnectionCounter: Sendable {
     /// Counts a new connection, from `key` (nil: not limited per address, e.g. a trusted proxy); the limit it would
     /// pass when refused (then nothing is counted).
     func open(_ key: String?) -> Refusal? {
-        counts.withLockedValue { counts in
-            guard maximumTotal == 0 || counts.total < maximumTotal else { return .total }
+        let (refusal, total) = counts.withLockedValue { counts -> (Refusal?, Int) in
+            guard maximumTotal == 0 || counts.total < maximumTotal else { return (.total, counts.total) }
             if let key, maximum > 0 {
                 let current = counts.byKey[key, default: 0]
-                guard current < maximum else { return .address }
+                guard current < maximum else { return (.address, counts.total) }
                 counts.byKey[key] = current + 1
             }
             counts.total += 1
-            return nil
+            return (nil, counts.total)
         }
+        if refusal == nil { gauge?.set(total) }
+        return refusal
     }
 
     func close(_ key: String?) {
-        counts.withLockedValue { counts in
+        let total = counts.withLockedValue { counts in
             counts.total = max(0, counts.total - 1)
-            guard let key, maximum > 0 else { return }
-            let remaining = counts.byKey[key, default: 1] - 1
-            counts.byKey[key] = remaining > 0 ? remaining : nil
+            if let key, maximum > 0 {
+                let remaining = counts.byKey[key, default: 1] - 1
+                counts.byKey[key] = remaining > 0 ? remaining : nil
+            }
+            return counts.total
         }
+        gauge?.set(total)
     }
 
     var openCount: Int { counts.withLockedValue { $0.total } }

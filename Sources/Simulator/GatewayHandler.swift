@@ -72,7 +72,8 @@ final class GatewayHandler: ChannelInboundHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         flushBatch()
-        if let delay = faults.readDelay, !closing {
+        // Read from the state each time: a test that lifts the fault sees the connection read everything again.
+        if let delay = state.faults.readDelay, !closing {
             let channel = context.channel
             channel.setOption(ChannelOptions.autoRead, value: false).whenSuccess {
                 channel.eventLoop.scheduleTask(in: TimeAmount(delay)) {

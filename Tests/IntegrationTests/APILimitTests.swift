@@ -21,7 +21,7 @@ import Testing
 
     @Test func aBurstFromOneAddressIsCutAtTheBurstSize() async throws {
         var limits = APILimits.unlimited
-        limits.ratePerIP = 1
+        limits.ratePerIP = 0.05  // one token per 20 s: nothing refills during the test, however loaded the machine
         limits.burstPerIP = 10
         try await Self.run(limits) { api in
             let results = try await withThrowingTaskGroup(of: (status: Int, retryAfter: String?).self) { group in
@@ -32,7 +32,7 @@ import Testing
             }
             let accepted = results.filter { $0.status == 200 }.count
             let refused = results.filter { $0.status == 429 }
-            #expect(accepted >= 10 && accepted <= 12, "the burst of 10, plus what refilled at 1/s during the test")
+            #expect(accepted == 10, "the burst of 10")
             #expect(refused.count == 40 - accepted)
             #expect(refused.allSatisfy { Int($0.retryAfter ?? "") ?? 0 >= 1 })
             #expect(try await api.count("active_users") == Int64(accepted), "refused requests write nothing")

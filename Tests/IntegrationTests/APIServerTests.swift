@@ -323,6 +323,13 @@ import Testing
             #expect(distinct == Int64(members - 1))
             let payloads = try await TestDatabase.scalar(api.url, "SELECT count(DISTINCT payload) FROM push_queue", as: Int64.self)
             #expect(payloads == 1)
+            // One INSERT: every row carries the same transaction (xmin) and the same command within it (cmin).
+            let statements = try await TestDatabase.scalar(
+                api.url,
+                "SELECT count(DISTINCT (xmin::text, cmin::text)) FROM push_queue",
+                as: Int64.self
+            )
+            #expect(statements == 1)
         }
     }
 

@@ -38,6 +38,16 @@ import Testing
         return channel
     }
 
+    /// Waits (bounded) until the server counts at least `count` open connections (`pushchat_api_connections`).
+    static func waitForConnections(_ api: APIHarness, atLeast count: Double) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if (Scrape(try await api.metrics().body)["pushchat_api_connections"] ?? 0) >= count { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("the server never counted \(count) connections")
+    }
+
     static func closedWithin(_ channel: any Channel, _ limit: Duration) async -> Bool {
         (try? await withDeadline(limit) { try await channel.closeFuture.get() }) != nil
     }
@@ -54,7 +64,7 @@ import Testing
             var held: [any Channel] = []
             for _ in 0..<19 { held.append(try await Self.connect(port: port)) }
             held.append(try await Self.connect(port: port, sending: "POST /api.php HTTP/1.1\r\nHost: x\r\nContent-Le"))
-            try await Task.sleep(for: .milliseconds(100))
+            try await Self.waitForConnections(api, atLeast: 20)
             let refused = try await Self.connect(port: port)
             #expect(await Self.closedWithin(refused, .milliseconds(500)), "the 21st connection from one address is closed at once")
             // …while another address is served.
@@ -69,10 +79,10 @@ import Testing
             // The stalled and idle ones are closed by the server within their timeouts.
             for channel in held { #expect(await Self.closedWithin(channel, .seconds(5))) }
             // A kept-alive connection is closed after the idle timeout, not before.
+            let opened = ContinuousClock.now
             let kept = try await Self.connect(port: port, sending: "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            try await Task.sleep(for: .milliseconds(700))
-            #expect(kept.isActive, "answered, then idle for less than api_idle_timeout")
             #expect(await Self.closedWithin(kept, .seconds(5)))
+            #expect(opened.duration(to: .now) >= .milliseconds(1500), "answered, then kept for api_idle_timeout")
             #expect(try await api.count("active_users") == 0)
         }
     }
@@ -106,7 +116,12 @@ import Testing
             // 36 from four addresses: the server keeps 30 (the test client's own connection may hold one of them).
             var held: [any Channel] = []
             for n in 0..<36 { held.append(try await Self.connect(port: port, from: "127.0.0.\(n % 4 + 1)")) }
-            try await Task.sleep(for: .milliseconds(300))
+            try await Self.waitForConnections(api, atLeast: 29)
+            // The server closes the ones past its limit at once; wait (bounded) until this side has seen it.
+            let counted = ContinuousClock.now
+            while held.filter({ $0.isActive }).count > 30, counted.duration(to: .now) < .seconds(5) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let open = held.filter { $0.isActive }.count
             #expect(open == 29 || open == 30, "\(open) open: api_max_connections is 30 over all addresses")
             for channel in held { try? await channel.close() }

@@ -62,10 +62,10 @@ import Testing
     }
 
     @Test func apnsIDsAreStablePerRow() {
-        let id = HTTP2Notification.apnsID(messageID: 42)
-        #expect(id == HTTP2Notification.apnsID(messageID: 42))
-        #expect(id != HTTP2Notification.apnsID(messageID: 43))
-        #expect(id.uuidString.lowercased().hasSuffix("00000000002a"))
+        // "PushCh", version 8 and variant 10 bits, then the row's id big-endian: the apns-id names the row.
+        #expect(HTTP2Notification.apnsID(messageID: 42).uuidString == "50757368-4368-8000-8000-00000000002A")
+        #expect(HTTP2Notification.apnsID(messageID: 0x0123_4567_89AB).uuidString == "50757368-4368-8000-8000-0123456789AB")
+        #expect(HTTP2Notification.apnsID(messageID: 43) != HTTP2Notification.apnsID(messageID: 42))
     }
 }
 

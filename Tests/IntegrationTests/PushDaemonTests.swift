@@ -109,7 +109,7 @@ import Testing
     /// dead, /readyz says so, and its notifications go out again on a new connection once the gateway reads again.
     @Test func aGatewayThatStopsReadingIsClosedAndNothingIsLost() async throws {
         var simulator = SimulatorTests.configuration()
-        simulator.faults.readDelay = .seconds(60)  // after its first read the gateway reads nothing for a minute
+        simulator.faults.readDelay = .seconds(5)  // after each read the gateway reads nothing for 5 s
         try await PushHarness.run(simulator: simulator) { harness in
             // About 15 MB: far more than the sockets between the daemon and the gateway hold.
             let payload = #"{"aps":{"alert":"\#(String(repeating: "x", count: 1900))"}}"#
@@ -121,8 +121,8 @@ import Testing
                     try await LoopbackHTTP.get(port: port, path: "/readyz").body.contains("stopped reading")
                 }
                 let scrape = try await LoopbackHTTP.scrape(port: port)
-                #expect(scrape["pushchat_gateway_reconnects"] >= 1)
-                #expect(scrape["pushchat_push_resent"] >= 1, "what was in flight on the stalled connection goes out again")
+                #expect(scrape.number("pushchat_gateway_reconnects") >= 1)
+                #expect(scrape.number("pushchat_push_resent") >= 1, "what was in flight on the stalled connection goes out again")
                 harness.simulator.state.setFaults(SimulatorConfiguration.Faults())
                 try await harness.waitUntil(timeout: .seconds(60), "everything sent") {
                     try await harness.sentAndFailed() == [8000, 0]
@@ -130,10 +130,11 @@ import Testing
                 try await harness.waitUntil("ready again") { try await LoopbackHTTP.get(port: port, path: "/readyz").status == 200 }
             }
             // The binary interface never acknowledges: rows the gateway's kernel took before it stopped reading and that
-            // stayed silent for push_settle count as accepted (docs: the sent window). What was still in flight when the
-            // stall was detected reached the gateway on the next connection.
-            #expect(harness.acceptedCounts.count > 0)
-            #expect(ids.count == 8000)
+            // stayed silent for push_settle count as accepted (docs: the sent window); the gateway reads them once it
+            // reads again. What was still in flight when the stall was detected reached it on the next connection.
+            let wanted = Set(ids.map { UInt32($0) })
+            try await harness.waitUntil("the gateway got every row") { Set(harness.acceptedCounts.keys) == wanted }
+            #expect(Set(harness.acceptedCounts.keys).subtracting(wanted).isEmpty, "nothing but the queued rows")
         }
     }
 
@@ -242,7 +243,14 @@ import Testing
             configuration.pollInterval = .seconds(60)
             try await harness.withDaemon(configuration) {
                 try await harness.waitUntil("the daemon is connected") { harness.simulator.state.counters.connections == 1 }
-                try await Task.sleep(for: .milliseconds(300))  // let it settle into waiting
+                // Its LISTEN is in place (else the NOTIFY below would be lost and only the 60 s poll would find the row).
+                try await harness.waitUntil("the daemon listens") {
+                    try await TestDatabase.scalar(
+                        harness.url,
+                        "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'",
+                        as: Int64.self
+                    ) >= 1
+                }
                 let start = ContinuousClock.now
                 try await harness.queue(1)
                 try await harness.waitUntil(timeout: .seconds(10), "the notification arrives") {
@@ -257,12 +265,12 @@ import Testing
         try await PushHarness.run { harness in
             try await harness.queue(5)
             let configuration = harness.configuration(certificate: "other-ck.pem", passphrase: nil)
+            let start = ContinuousClock.now
             try await harness.withDaemon(configuration) {
-                try await Task.sleep(for: .seconds(4))
+                try await harness.waitUntil("it keeps trying") { harness.simulator.state.counters.connections >= 3 }
             }
-            let attempts = harness.simulator.state.counters.connections
-            #expect(attempts >= 2, "it keeps trying")
-            #expect(attempts <= 4, "with backoff (1 s, 2 s, …), not in a loop")
+            // Backoff waits 0.5–1 s after the first refusal, 1–2 s after the second: a loop would take milliseconds.
+            #expect(start.duration(to: .now) >= .milliseconds(1500), "with backoff (1 s, 2 s, …), not in a loop")
             #expect(try await harness.count("time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL") == 5, "rows stay queued")
         }
     }

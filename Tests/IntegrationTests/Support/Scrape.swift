@@ -17,8 +17,18 @@ struct Scrape: Sendable {
         self.samples = samples
     }
 
-    /// The value of `series` (e.g. `pushchat_push_sent` or `pushchat_api_requests{command="join",status="200"}`), 0 if absent.
-    subscript(_ series: String) -> Double { samples[series] ?? 0 }
+    /// The value of `series` (e.g. `pushchat_push_sent` or `pushchat_api_requests{command="join",status="200"}`); nil if
+    /// the exposition has no such sample (so a metric that is not exported never passes for 0).
+    subscript(_ series: String) -> Double? { samples[series] }
+
+    /// The value of `series` for comparisons: a missing sample is recorded as an issue and compares false (NaN).
+    func number(_ series: String, sourceLocation: SourceLocation = #_sourceLocation) -> Double {
+        guard let value = samples[series] else {
+            Issue.record("\(series) is not exported", sourceLocation: sourceLocation)
+            return .nan
+        }
+        return value
+    }
 
     /// The sum of every series of `name` whose labels include all of `labels`.
     func sum(_ name: String, where labels: [String: String] = [:]) -> Double {
