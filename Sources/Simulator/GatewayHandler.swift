@@ -108,7 +108,13 @@ final class GatewayHandler: ChannelInboundHandler {
         BinaryErrorResponse(status: status, identifier: identifier).write(into: &response)
         logger.debug("Error response \(status) for \(identifier)", metadata: ["sim.connection": "\(connection)"])
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(response)).whenComplete { _ in channel.close(promise: nil) }
+        guard let delay = faults.errorResponseDelay else {
+            context.writeAndFlush(wrapOutboundOut(response)).whenComplete { _ in channel.close(promise: nil) }
+            return
+        }
+        channel.eventLoop.scheduleTask(in: TimeAmount.nanoseconds(delay.nanoseconds)) {
+            channel.writeAndFlush(response).whenComplete { _ in channel.close(promise: nil) }
+        }
     }
 
     private func closeAbruptly(context: ChannelHandlerContext) {

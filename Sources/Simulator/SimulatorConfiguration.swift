@@ -63,6 +63,8 @@ public struct SimulatorConfiguration: Sendable {
         public var shutdownAfterFrames: Int?
         /// Wait this long before each read from a connection (backpressure on the sender).
         public var readDelay: Duration?
+        /// Hold each error response this long before writing it (an answer still on its way when the sender stops).
+        public var errorResponseDelay: Duration?
         /// Refuse (close at once) every connection for this long after start.
         public var refuseConnectionsFor: Duration?
         /// Hex tokens answered with status 1 (processing error), to exercise the sender's bounded retries.

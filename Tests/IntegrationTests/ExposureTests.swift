@@ -170,6 +170,36 @@ import Testing
         }
     }
 
+    /// `api_fanout_per_udid` holds one device to its own budget while another device from the same address (the
+    /// per-address budget off) still sends; the refused message stores and queues nothing.
+    @Test func theFanOutBudgetPerDeviceLimitsOneDeviceAndNotItsNeighbour() async throws {
+        var limits = APILimits.unlimited
+        limits.fanOutPerUDID = 200  // 100 at once per device
+        try await Self.run(limits) { api in
+            try await TestDatabase.withConnection(api.url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO active_users (udid, device_token, nickname, alert_name, secret_code)
+                    SELECT lpad(to_hex(g), 40, '0'), lpad(to_hex(g + 100000), 64, '0'), 'm' || g, 'm' || g, 'big'
+                    FROM generate_series(1, 61) g
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            let first = String(repeating: "0", count: 39) + "1"
+            let neighbour = String(repeating: "0", count: 39) + "2"
+            #expect(try await api.postAlone("cmd=message&udid=\(first)&text=one").status == 200)
+            #expect(try await api.count("push_queue") == 60)
+            let again = try await api.postAlone("cmd=message&udid=\(first)&text=two")
+            #expect(again.status == 429, "60 more would pass this device's 100 at once")
+            #expect(Int(again.retryAfter ?? "") ?? 0 >= 1)
+            #expect(try await api.count("push_queue") == 60, "nothing queued")
+            #expect(try await api.count("messages") == 1, "nothing stored")
+            #expect(try await api.postAlone("cmd=message&udid=\(neighbour)&text=three").status == 200, "its own budget")
+            #expect(try await api.count("push_queue") == 120)
+        }
+    }
+
     /// The budget reserves a sender's last recipient count; a room that grew since is paid again exactly, never
     /// queued beyond what was reserved.
     @Test func aRoomThatGrewSinceTheLastMessageIsPaidExactly() async throws {

@@ -73,6 +73,36 @@ import Testing
         }
     }
 
+    /// Binary status 8 says "not valid for this topic and environment", not "gone": the daemon fails the row, and
+    /// neither it nor the feedback job that runs after it deletes the chat user or the provider device of that token.
+    @Test func binaryStatusEightNeverLeadsToADeletion() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.unregisteredTokens = [PushHarness.token(1)]
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await Self.addUsers(harness, [1, 2], registeredAgo: 2 * 86_400)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    "INSERT INTO devices (device_token, registered_by) VALUES (\(PushHarness.token(1)), 'k')",
+                    logger: TestDatabase.logger
+                )
+                try await connection.query(
+                    "INSERT INTO push_queue (device_token, payload) VALUES (\(PushHarness.token(1)), '{}'), (\(PushHarness.token(2)), '{}')",
+                    logger: TestDatabase.logger
+                )
+            }
+            try await harness.withDaemon {
+                try await harness.waitUntil("one sent, one failed") { try await harness.sentAndFailed() == [1, 1] }
+            }
+            #expect(harness.simulator.state.counters.rejectedByStatus == ["8": 1])
+            let report = try await Self.job(harness).run()
+            #expect(report.usersDeleted == 0)
+            #expect(report.invalidTokensProcessed == 0, "nothing was reported for the feedback job")
+            #expect(try await Self.users(harness) == "user 1,user 2")
+            #expect(try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM devices", as: Int64.self) == 1)
+            #expect(try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM invalid_tokens", as: Int64.self) == 0)
+        }
+    }
+
     @Test func processesThePushDaemonsInvalidTokensOnce() async throws {
         try await PushHarness.run { harness in
             try await Self.addUsers(harness, [1], registeredAgo: 7200)

@@ -333,6 +333,48 @@ import Testing
         }
     }
 
+    /// Rows stay leased while they wait for their answer, however long past `push_lease`: the lease keeper renews
+    /// them, so another daemon's keeper and claims never take them (they would be sent twice).
+    @Test func leasesAreRenewedWhileRowsWaitForTheirAnswer() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.http2.answerDelay = .seconds(4)
+        try await PushHarness.run(simulator: simulator) { harness in
+            try await harness.queue(20)
+            var (configuration, authentication) = try harness.http2()
+            configuration.push.lease = .milliseconds(1200)
+            configuration.push.settle = .milliseconds(100)
+            configuration.push.requestTimeout = .seconds(10)
+            let client = Database.makeClient(
+                url: harness.url,
+                applicationName: "other-daemon",
+                keepOpen: false,
+                logger: TestDatabase.logger
+            )
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { await client.run() }
+                let other = PushQueue(client: client, instance: "other:1", lease: .seconds(30), logger: TestDatabase.logger)
+                try await harness.withHTTP2Daemon((configuration, authentication)) {
+                    try await harness.waitUntil("every row is in flight") {
+                        try await harness.count("claimed_by = 'test-http2-daemon'") == 20
+                    }
+                    // Three leases long: unrenewed, they would have lapsed twice over.
+                    let until = ContinuousClock.now + .milliseconds(3600)
+                    var taken = 0
+                    while ContinuousClock.now < until {
+                        _ = try await other.reclaimExpired(keeping: [])
+                        taken += try await other.claim(limit: 100).count
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                    #expect(taken == 0, "another daemon took rows that were in flight")
+                    #expect(try await harness.count("time_sent IS NOT NULL") == 0, "the answers were still on their way")
+                    try await harness.waitUntilAllSent(20)
+                }
+                group.cancelAll()
+            }
+            #expect(harness.simulator.state.accepted.count == 20, "each once")
+        }
+    }
+
     @Test func aPeerThatNeverAnswersTimesOutAndTheRowsAreResent() async throws {
         var simulator = SimulatorTests.configuration()
         simulator.http2.silentRequests = 5

@@ -83,6 +83,38 @@ import Testing
         }
     }
 
+    /// SIGTERM after the last write: the daemon gives the gateway a moment (push_settle, at most 1 s) to object
+    /// before it counts the window as accepted. An error response arriving then fails its row, the rows before it
+    /// are sent, the ones after it go back to the queue.
+    @Test func sigtermWaitsForALastErrorResponse() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.unregisteredTokens = [PushHarness.token(3)]
+        simulator.faults.errorResponseDelay = .milliseconds(400)
+        try await PushHarness.run(simulator: simulator) { harness in
+            var environment = harness.environment(harness.configuration())
+            environment["PUSHCHAT_PUSH_SETTLE"] = "1"
+            environment["PUSHCHAT_PUSH_LEASE"] = "5"
+            let (process, output) = try Self.start(environment)
+            try await harness.waitUntil("connected") { harness.simulator.state.counters.connections == 1 }
+            try await harness.queue(5)
+            // The gateway has refused the third; its answer is 400 ms away.
+            try await harness.waitUntil("the third is refused") { harness.simulator.state.counters.rejectedByStatus["8"] == 1 }
+            process.terminate()  // SIGTERM
+            #expect(try await Self.waitForExit(process, timeout: .seconds(20)))
+            #expect(process.terminationStatus == 0)
+            let rows = try await TestDatabase.scalar(
+                harness.url,
+                """
+                SELECT string_agg(concat_ws(':', right(device_token, 2), time_sent IS NOT NULL, last_status, claimed_until IS NULL),
+                                  ',' ORDER BY message_id) FROM push_queue
+                """,
+                as: String.self
+            )
+            let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(rows == "01:t:f,02:t:f,03:f:8:t,04:f:t,05:f:t", "\(log)")
+        }
+    }
+
     @Test func aBadPassphraseStopsAtStartWithOneClearLine() async throws {
         let result = try Executable(name: "pushchat-push").run(
             ["development"],

@@ -56,4 +56,54 @@ import Testing
             #expect(left == "new|2,3|t2,t3")
         }
     }
+
+    /// Provider notifications go once they are past the age and every queue row of theirs is gone (rows sent past
+    /// the age are pruned first, in the same run); idempotency keys after their 24 hours, whatever the age asked.
+    @Test func providerNotificationsWithoutRowsAndIdempotencyKeysPastADayArePruned() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await TestDatabase.withConnection(url) { connection in
+                for sql in [
+                    """
+                    INSERT INTO notifications (id, key_name, recipients, push_type, created_at) VALUES
+                    ('00000000-0000-0000-0000-000000000001', 'k', 0, 'alert', now() - interval '40 days'),
+                    ('00000000-0000-0000-0000-000000000002', 'k', 1, 'alert', now() - interval '40 days'),
+                    ('00000000-0000-0000-0000-000000000003', 'k', 0, 'alert', now() - interval '1 day'),
+                    ('00000000-0000-0000-0000-000000000004', 'k', 1, 'alert', now() - interval '40 days')
+                    """,
+                    """
+                    INSERT INTO push_queue (device_token, payload, notification_id, time_queued, time_sent) VALUES
+                    (repeat('ab', 32), '{}', '00000000-0000-0000-0000-000000000002', now() - interval '40 days', NULL),
+                    (repeat('cd', 32), '{}', '00000000-0000-0000-0000-000000000004', now() - interval '40 days',
+                     now() - interval '40 days')
+                    """,
+                    """
+                    INSERT INTO idempotency_keys (key_name, idempotency_key, notification_id, request_hash, created_at) VALUES
+                    ('k', 'old', '00000000-0000-0000-0000-000000000001', 'h', now() - interval '25 hours'),
+                    ('k', 'new', '00000000-0000-0000-0000-000000000003', 'h', now() - interval '23 hours')
+                    """,
+                ] {
+                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
+                }
+            }
+            let result = try await Executable(name: "pushchat-api").run(
+                ["queue", "prune", "--older-than", "7d", "development"],
+                environment: ["PUSHCHAT_DATABASE_URL": url.connectionString, "PUSHCHAT_LOG_FILE": "-"]
+            )
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(
+                result.standardOutput.contains("2 provider notifications older than 7d and 1 idempotency keys past 24 h deleted"),
+                "\(result.standardOutput)"
+            )
+            let left = try await TestDatabase.scalar(
+                url,
+                """
+                SELECT (SELECT string_agg(right(id::text, 1), ',' ORDER BY id) FROM notifications) || '|'
+                    || (SELECT string_agg(idempotency_key, ',') FROM idempotency_keys) || '|'
+                    || (SELECT count(*) FROM push_queue)
+                """,
+                as: String.self
+            )
+            #expect(left == "2,3|new|1", "the one with a pending row and the recent one stay; the sent row was pruned")
+        }
+    }
 }
