@@ -24,9 +24,13 @@ public struct BinaryEncoder: Sendable {
         let payload = notification.payload.utf8
         guard !payload.isEmpty else { return UnsendableReason(description: "empty payload") }
         guard payload.count <= BinaryNotification.Format.frame.payloadLimit else {
-            return UnsendableReason(description: "payload of \(payload.count) bytes exceeds the binary limit of 2048")
+            return UnsendableReason(
+                description: "payload of \(payload.count) bytes exceeds the binary limit of \(BinaryNotification.Format.frame.payloadLimit)"
+            )
         }
-        let priority = notification.priority.flatMap { $0 == 5 || $0 == 10 ? UInt8($0) : nil } ?? self.priority
+        // A priority the binary interface does not know (1) is sent as the daemon's default.
+        let priority =
+            notification.priority.flatMap(PushPriority.init(rawValue:)).flatMap { $0.isBinary ? UInt8($0.rawValue) : nil } ?? self.priority
         let expiry = UInt32(clamping: notification.expiry(defaultExpiry: self.expiry, now: now))
         BinaryFrame.writeFrame(
             into: &buffer,

@@ -8,7 +8,7 @@ import Support
 /// so a garbage length never makes the caller buffer megabytes.
 public enum BinaryFrameDecoder {
     /// The longest valid command 2 frame body: a maximal payload and every item.
-    public static let maximumFrameLength = BinaryFrame.frameSize(payloadLength: 2048) - 5
+    public static let maximumFrameLength = BinaryFrame.frameSize(payloadLength: BinaryNotification.Format.frame.payloadLimit) - 5
 
     public static func decode(_ buffer: inout ByteBuffer) throws(BinaryDecodingError) -> BinaryNotification? {
         guard let command = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return nil }

@@ -4,38 +4,12 @@ import Support
 
 /// The HTTP/2 provider API's request for one queued row: path and headers (without `authorization`).
 public struct HTTP2Notification: Sendable, Equatable {
-    /// Largest payload on this path (Apple: 4096 bytes; 5120 for VoIP).
-    public static let payloadLimit = 4096
-    public static let voipPayloadLimit = 5120
-    /// The push types Apple knows.
-    public static let pushTypes: Set<String> = [
-        "alert", "background", "voip", "complication", "fileprovider", "mdm", "location", "liveactivity", "pushtotalk",
-        "widgets", "controls",
-    ]
-
     public let path: String
     public let headers: [(String, String)]
     public let apnsID: UUID
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.path == rhs.path && lhs.apnsID == rhs.apnsID && lhs.headers.map { "\($0.0)=\($0.1)" } == rhs.headers.map { "\($0.0)=\($0.1)" }
-    }
-
-    /// The topic Apple expects for `pushType` when the row names none: the app's bundle id, with the suffix
-    /// Apple's documentation gives for VoIP, complication, file provider, location, push-to-talk and Live Activity
-    /// pushes.
-    public static func topic(for pushType: String, bundleID: String) -> String {
-        let suffix =
-            switch pushType {
-            case "voip": ".voip"
-            case "complication": ".complication"
-            case "fileprovider": ".pushkit.fileprovider"
-            case "location": ".location-query"
-            case "pushtotalk": ".voip-ptt"
-            case "liveactivity": ".push-type.liveactivity"
-            default: ""
-            }
-        return suffix.isEmpty || bundleID.hasSuffix(suffix) ? bundleID : bundleID + suffix
     }
 
     /// The request for `notification`; row values win over the daemon's defaults. Throws when the row can never be
@@ -51,24 +25,24 @@ public struct HTTP2Notification: Sendable, Equatable {
         guard token.count >= 16, token.count % 2 == 0, token.utf8.allSatisfy({ Hex.value($0) != nil }) else {
             throw UnsendableReason(description: "device token is not an even number of hex digits")
         }
-        let pushType = notification.pushType ?? "alert"
-        guard Self.pushTypes.contains(pushType) else { throw UnsendableReason(description: "unknown push type '\(pushType)'") }
-        let limit = pushType == "voip" ? Self.voipPayloadLimit : Self.payloadLimit
+        let name = notification.pushType ?? PushType.default.rawValue
+        guard let pushType = PushType(rawValue: name) else { throw UnsendableReason(description: "unknown push type '\(name)'") }
+        let limit = pushType.payloadLimit
         let size = notification.payload.utf8.count
         guard size > 0 else { throw UnsendableReason(description: "empty payload") }
         guard size <= limit else { throw UnsendableReason(description: "payload of \(size) bytes exceeds the limit of \(limit)") }
         let priority = notification.priority ?? defaultPriority
-        guard [1, 5, 10].contains(priority) else { throw UnsendableReason(description: "priority \(priority) is not 10, 5 or 1") }
+        guard PushPriority(rawValue: priority) != nil else { throw UnsendableReason(description: "priority \(priority) is not 10, 5 or 1") }
         let expiration = notification.expiry(defaultExpiry: defaultExpiry, now: now)
         apnsID = Self.apnsID(messageID: notification.messageID)
         path = "/3/device/" + token.lowercased()
-        let rowTopic = notification.topic ?? Self.topic(for: pushType, bundleID: topic)
+        let rowTopic = notification.topic ?? pushType.topic(bundleID: topic)
         guard !rowTopic.isEmpty, rowTopic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw UnsendableReason(description: "topic is not printable ASCII without spaces")
         }
         var headers: [(String, String)] = [
             ("apns-topic", rowTopic),
-            ("apns-push-type", pushType),
+            ("apns-push-type", pushType.rawValue),
             ("apns-priority", "\(priority)"),
             ("apns-expiration", "\(expiration)"),
             ("apns-id", apnsID.uuidString.lowercased()),

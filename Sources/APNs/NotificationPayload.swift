@@ -43,15 +43,12 @@ public struct NotificationPayload: Sendable, Equatable {
 
     /// The largest payload, in bytes, the daemon's interface and the push type allow: 2,048 over the binary
     /// interface; over HTTP/2 4,096, or 5,120 for VoIP.
-    public static func maximumBytes(transport: APNsTransport, pushType: String) -> Int {
+    public static func maximumBytes(transport: APNsTransport, pushType: PushType) -> Int {
         switch transport {
-        case .binary: 2048
-        case .http2: pushType == "voip" ? HTTP2Notification.voipPayloadLimit : HTTP2Notification.payloadLimit
+        case .binary: BinaryNotification.Format.frame.payloadLimit
+        case .http2: pushType.payloadLimit
         }
     }
-
-    /// Apple's `apns-push-type` values.
-    public static var pushTypes: Set<String> { HTTP2Notification.pushTypes }
 
     /// How each `aps` key Apple documents must look.
     enum Rule {

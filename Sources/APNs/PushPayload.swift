@@ -19,15 +19,30 @@ public enum PushPayload {
     /// What comes after it.
     public static let suffix = #"","sound":"default"}}"#
 
-    /// The notification payload for `text` sent by `name`.
-    public static func chat(name: String, text: String) -> String {
-        chat(alertName: alertName(name), alertText: alertText(text))
+    /// A chat message's payload around its sender's name: `head` + alert name + `tail`. The one place a chat payload
+    /// is built: the API binds `head` and `tail` into the message statement, which puts each sender's stored
+    /// `alert_name` (``alertName(_:)``, escaped at join) between them, in the same statement that fans it out.
+    public struct Chat: Sendable, Equatable {
+        public let head: String
+        public let tail: String
+
+        public init(text: String) {
+            head = PushPayload.prefix
+            tail = ": " + PushPayload.alertText(text) + PushPayload.suffix
+        }
+
+        /// The payload for a sender whose stored alert name is `alertName`.
+        public func payload(alertName: String) -> String { head + alertName + tail }
     }
 
-    /// The payload from the already escaped and cut parts: ``prefix`` + name + `": "` + text + ``suffix``.
-    public static func chat(alertName: String, alertText: String) -> String {
-        prefix + alertName + ": " + alertText + suffix
+    /// The notification payload for `text` sent by `name`.
+    public static func chat(name: String, text: String) -> String {
+        Chat(text: text).payload(alertName: alertName(name))
     }
+
+    /// `{"aps":{"alert":MESSAGE,"sound":"default"}}`: a chat payload without a sender (`queue test`, as the
+    /// tutorial's `push_test.php`).
+    public static func alert(_ message: String) -> String { prefix + alertText(message) + suffix }
 
     /// The sender's name as it appears in the payload: escaped, at most 20 bytes.
     public static func alertName(_ name: String) -> String { escaped(name, limit: maximumNameBytes) }

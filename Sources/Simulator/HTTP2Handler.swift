@@ -144,7 +144,7 @@ final class HTTP2Handler: ChannelInboundHandler {
             return .init(status: 400, reason: "BadTopic")
         }
         let pushType = headers.first(name: "apns-push-type") ?? "alert"
-        guard HTTP2Notification.pushTypes.contains(pushType) else { return .init(status: 400, reason: "InvalidPushType") }
+        guard let type = PushType(rawValue: pushType) else { return .init(status: 400, reason: "InvalidPushType") }
         var priority: UInt8 = 10
         if let text = headers.first(name: "apns-priority") {
             guard let value = UInt8(text), [1, 5, 10].contains(value) else { return .init(status: 400, reason: "BadPriority") }
@@ -165,7 +165,7 @@ final class HTTP2Handler: ChannelInboundHandler {
         }
         let size = request.body.readableBytes
         guard size > 0 else { return .init(status: 400, reason: "PayloadEmpty") }
-        let limit = pushType == "voip" ? HTTP2Notification.voipPayloadLimit : HTTP2Notification.payloadLimit
+        let limit = type.payloadLimit
         guard size <= limit else { return .init(status: 413, reason: "PayloadTooLarge") }
         if options.otherEnvironment { return .init(status: 400, reason: "BadDeviceToken") }
         if state.isUnregistered(token) {

@@ -56,14 +56,14 @@ enum ChatStatements {
                 SELECT DISTINCT u.device_token FROM active_users u JOIN sender s ON u.secret_code = s.secret_code
                 WHERE s.alert_name IS NOT NULL AND u.udid <> $1 AND u.device_token <> '0' AND u.device_token <> s.device_token
             ), allowed AS (
-                SELECT $6 < 0 OR (SELECT count(*) FROM recipients) <= $6 AS ok
+                SELECT $5 < 0 OR (SELECT count(*) FROM recipients) <= $5 AS ok
             ), stored AS (
                 INSERT INTO messages (secret_code, sender_udid, sender_name, text)
                 SELECT secret_code, $1, nickname, $2 FROM sender WHERE alert_name IS NOT NULL AND (SELECT ok FROM allowed)
                 RETURNING id
             ), queued AS (
                 INSERT INTO push_queue (device_token, payload)
-                SELECT r.device_token, $3 || s.alert_name || ': ' || $4 || $5 FROM recipients r, sender s
+                SELECT r.device_token, $3 || s.alert_name || $4 FROM recipients r, sender s
                 WHERE (SELECT ok FROM allowed)
                 RETURNING 1
             )
@@ -78,12 +78,12 @@ enum ChatStatements {
         let maxRecipients: Int
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 6)
+            let payload = PushPayload.Chat(text: text)
+            var bindings = PostgresBindings(capacity: 5)
             bindings.append(udid)
             bindings.append(text)
-            bindings.append(PushPayload.prefix)
-            bindings.append(PushPayload.alertText(text))
-            bindings.append(PushPayload.suffix)
+            bindings.append(payload.head)
+            bindings.append(payload.tail)
             bindings.append(Int64(maxRecipients))
             return bindings
         }

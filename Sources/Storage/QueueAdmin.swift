@@ -68,7 +68,7 @@ public struct QueueAdmin: Sendable {
 
     /// Queues `{"aps":{"alert":MESSAGE,"sound":"default"}}` for `token`, as the tutorial's `push_test.php` did.
     public func queueTest(token: String, message: String) async throws -> Int64 {
-        let payload = PushPayload.prefix + PushPayload.alertText(message) + PushPayload.suffix
+        let payload = PushPayload.alert(message)
         let rows = try await connection.query(
             "INSERT INTO push_queue (device_token, payload) VALUES (\(token), \(payload)) RETURNING message_id",
             logger: logger

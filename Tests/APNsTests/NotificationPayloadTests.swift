@@ -61,15 +61,22 @@ import Testing
     }
 
     @Test func limitsFollowTheInterfaceAndPushType() {
-        #expect(NotificationPayload.maximumBytes(transport: .binary, pushType: "alert") == 2048)
-        #expect(NotificationPayload.maximumBytes(transport: .http2, pushType: "alert") == 4096)
-        #expect(NotificationPayload.maximumBytes(transport: .http2, pushType: "voip") == 5120)
+        #expect(NotificationPayload.maximumBytes(transport: .binary, pushType: .alert) == 2048)
+        #expect(NotificationPayload.maximumBytes(transport: .http2, pushType: .alert) == 4096)
+        #expect(NotificationPayload.maximumBytes(transport: .http2, pushType: .voip) == 5120)
     }
 
     @Test func aRowWithoutATopicGetsTheBundleIDWithThePushTypesSuffix() throws {
-        #expect(HTTP2Notification.topic(for: "alert", bundleID: "com.example.app") == "com.example.app")
-        #expect(HTTP2Notification.topic(for: "voip", bundleID: "com.example.app") == "com.example.app.voip")
-        #expect(HTTP2Notification.topic(for: "liveactivity", bundleID: "com.example.app") == "com.example.app.push-type.liveactivity")
+        #expect(PushType.alert.topic(bundleID: "com.example.app") == "com.example.app")
+        #expect(PushType.voip.topic(bundleID: "com.example.app") == "com.example.app.voip")
+        #expect(PushType.voip.topic(bundleID: "com.example.app.voip") == "com.example.app.voip", "the suffix once")
+        #expect(PushType.liveactivity.topic(bundleID: "com.example.app") == "com.example.app.push-type.liveactivity")
+        #expect(PushType.pushtotalk.topic(bundleID: "com.example.app") == "com.example.app.voip-ptt")
+        #expect(PushType.location.topic(bundleID: "com.example.app") == "com.example.app.location-query")
+        #expect(PushType.fileprovider.topic(bundleID: "com.example.app") == "com.example.app.pushkit.fileprovider")
+        #expect(PushType.complication.topic(bundleID: "com.example.app") == "com.example.app.complication")
+        #expect(PushType.allCases.filter { $0.payloadLimit != 4096 } == [.voip])
+        #expect(PushType.voip.payloadLimit == 5120)
         let row = QueuedNotification(messageID: 1, deviceToken: String(repeating: "ab", count: 32), payload: "{}", pushType: "voip")
         let request = try HTTP2Notification(row, topic: "com.example.app", defaultPriority: 10, defaultExpiry: 0, now: .now)
         #expect(request.headers.first { $0.0 == "apns-topic" }?.1 == "com.example.app.voip")

@@ -17,9 +17,9 @@ public struct NotificationRequest: Sendable, Equatable {
 
     public let target: Target
     public let payload: NotificationPayload
-    public let pushType: String
-    /// 10, 5 or 1; nil: the daemon's default (5 for a background push).
-    public let priority: Int?
+    public let pushType: PushType
+    /// nil: the daemon's default (5 for a background push).
+    public let priority: PushPriority?
     /// Unix seconds; 0: deliver once (do not store); nil: the daemon's `apns_expiry`.
     public let expiration: Int64?
     public let collapseID: String?
@@ -47,23 +47,23 @@ public struct NotificationRequest: Sendable, Equatable {
             throw .invalid(error.field, error.reason)
         }
         if let value = json["push_type"] {
-            guard let type = value.stringValue, NotificationPayload.pushTypes.contains(type) else {
-                throw .invalid("push_type", "push_type must be one of \(NotificationPayload.pushTypes.sorted().joined(separator: ", "))")
+            guard let type = value.stringValue.flatMap(PushType.init(rawValue:)) else {
+                throw .invalid("push_type", "push_type must be one of \(PushType.names)")
             }
             pushType = type
         } else {
-            pushType = payload.isSilent ? "background" : "alert"
+            pushType = payload.isSilent ? .background : .default
         }
         if let value = json["priority"] {
-            guard let number = value.integerValue, [10, 5, 1].contains(number) else {
+            guard let number = value.integerValue, let given = PushPriority(rawValue: Int(number)) else {
                 throw .invalid("priority", "priority must be 10, 5 or 1")
             }
-            guard !(number == 10 && pushType == "background") else {
+            guard given != .immediate || pushType.allowsImmediatePriority else {
                 throw .invalid("priority", "a background push must have priority 5 or 1 (Apple refuses 10)")
             }
-            priority = Int(number)
+            priority = given
         } else {
-            priority = pushType == "background" ? 5 : nil
+            priority = pushType.allowsImmediatePriority ? nil : .considerate
         }
         if let value = json["expiration"] {
             guard let seconds = value.integerValue, seconds >= 0, seconds <= 253_402_300_799 else {

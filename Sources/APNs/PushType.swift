@@ -1,0 +1,55 @@
+/// Apple's `apns-push-type` values, each with the topic suffix and payload limit Apple documents for it.
+public enum PushType: String, CaseIterable, Sendable {
+    case alert
+    case background
+    case voip
+    case complication
+    case fileprovider
+    case mdm
+    case location
+    case liveactivity
+    case pushtotalk
+    case widgets
+    case controls
+
+    /// What a row that names no push type is sent as.
+    public static let `default` = PushType.alert
+
+    /// Largest payload over HTTP/2, in bytes: 5,120 for VoIP, 4,096 for the rest.
+    public var payloadLimit: Int { self == .voip ? 5120 : 4096 }
+
+    /// Apple refuses priority 10 for a background push (`content-available` alone).
+    public var allowsImmediatePriority: Bool { self != .background }
+
+    /// What Apple expects after the bundle id in `apns-topic`.
+    public var topicSuffix: String {
+        switch self {
+        case .voip: ".voip"
+        case .complication: ".complication"
+        case .fileprovider: ".pushkit.fileprovider"
+        case .location: ".location-query"
+        case .pushtotalk: ".voip-ptt"
+        case .liveactivity: ".push-type.liveactivity"
+        default: ""
+        }
+    }
+
+    /// The topic for this push type when the row names none: the app's bundle id with ``topicSuffix`` (once).
+    public func topic(bundleID: String) -> String {
+        topicSuffix.isEmpty || bundleID.hasSuffix(topicSuffix) ? bundleID : bundleID + topicSuffix
+    }
+
+    /// Every value, sorted, for error messages.
+    public static var names: String { allCases.map(\.rawValue).sorted().joined(separator: ", ") }
+}
+
+/// `apns-priority`: 10 sends at once, 5 when it suits the device's power, 1 (HTTP/2 only) when it wakes the device
+/// for nothing else.
+public enum PushPriority: Int, CaseIterable, Sendable {
+    case immediate = 10
+    case considerate = 5
+    case low = 1
+
+    /// The binary interface knows 10 and 5 only.
+    public var isBinary: Bool { self != .low }
+}
