@@ -26,22 +26,31 @@ public struct DatabaseError: PushChatError {
     public let context: String
     /// The underlying reason, from PostgreSQL when available.
     public let reason: String
+    /// PostgreSQL's SQLSTATE when the server answered with an error (e.g. `55P03`).
+    public let sqlState: String?
 
-    public init(code: Code, context: String, reason: String) {
+    public init(code: Code, context: String, reason: String, sqlState: String? = nil) {
         self.code = code
         self.context = context
         self.reason = reason
+        self.sqlState = sqlState
     }
 
     /// Wraps any error thrown by PostgresNIO.
     public init(code: Code = .queryFailed, context: String, underlying error: any Error) {
-        self.init(code: code, context: context, reason: Self.describe(error))
+        self.init(code: code, context: context, reason: Self.describe(error), sqlState: Self.sqlState(of: error))
     }
 
     public var description: String { "\(context): \(reason)" }
 
     /// PostgreSQL refused to wait longer for a lock (SQLSTATE 55P03, `lock_timeout`).
-    public var isLockTimeout: Bool { reason.contains("[SQLSTATE 55P03]") }
+    public var isLockTimeout: Bool { sqlState == "55P03" }
+
+    /// The SQLSTATE PostgreSQL answered `error` with, if it did.
+    public static func sqlState(of error: any Error) -> String? {
+        if let error = error as? DatabaseError { return error.sqlState }
+        return (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
 
     /// PostgreSQL's message and SQLSTATE for server errors; the connection problem otherwise.
     public static func describe(_ error: any Error) -> String {
