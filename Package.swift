@@ -157,7 +157,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Settings", postgres], swiftSettings: swiftSettings),
-        .testTarget(name: "APITests", dependencies: ["API", nioCore, nioEmbedded, nioHTTP1], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "APITests",
+            dependencies: ["API", "Settings", "Storage", nioConcurrencyHelpers, nioCore, nioEmbedded, nioHTTP1],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "PushTests", dependencies: ["Push", "APNs", "Support"], swiftSettings: swiftSettings),
         .testTarget(name: "SimulatorUnitTests", dependencies: ["Simulator"], swiftSettings: swiftSettings),
         .testTarget(

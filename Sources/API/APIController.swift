@@ -131,36 +131,12 @@ struct APIController: Sendable {
         case .message(let udid, let text):
             // The fan-out budget pays for the recipients before anything is queued; the statement refuses a room
             // that grew past what was reserved, and what was not used goes back.
-            // The sender's last recipient count is reserved (a count query only the first time); a room that grew
-            // past it is refused by the statement and tried once more with its exact size.
-            var result: ChatStore.MessageResult
+            let result: ChatStore.MessageResult
             if fanOut.isEnabled {
-                var attempts = 0
-                var estimate: Int
-                if let known = fanOut.knownRecipients(udid) {
-                    estimate = known
-                } else {
-                    estimate = try await store.recipientCount(udid: udid)
+                switch try await messageWithinBudget(udid: udid, text: text, store: store, fanOut: fanOut, address: client.key) {
+                case .refused(let wait): return tooManyRequests(wait)
+                case .done(let done): result = done
                 }
-                repeat {
-                    if let wait = fanOut.reserve(estimate, address: client.key, udid: udid) { return tooManyRequests(wait) }
-                    do {
-                        result = try await store.message(udid: udid, text: text, maxRecipients: estimate)
-                    } catch {
-                        // Refunded only when the statement surely wrote nothing (not when its outcome is unknown).
-                        if DatabaseError.wroteNothing(error) { fanOut.refund(estimate, address: client.key, udid: udid) }
-                        throw error
-                    }
-                    fanOut.refund(estimate - result.queued, address: client.key, udid: udid)
-                    fanOut.remember(result.recipients, for: udid)
-                    // The room grew past the estimate: once more with its exact size, then 429.
-                    if result.refused && estimate < result.recipients && attempts == 0 {
-                        estimate = result.recipients
-                        attempts += 1
-                        continue
-                    }
-                    break
-                } while true
                 if result.refused { return tooManyRequests(.seconds(1)) }
             } else {
                 result = try await store.message(udid: udid, text: text)
@@ -182,6 +158,32 @@ struct APIController: Sendable {
             headers: [.contentType: "text/plain; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: "OK"))
         )
+    }
+
+    /// `message` paid from the sender's fan-out budget: its last recipient count is reserved (a count query only the
+    /// first time); a room that grew past it is refused by the statement and tried once more with its exact size.
+    static func messageWithinBudget(
+        udid: String,
+        text: String,
+        store: ChatStore,
+        fanOut: FanOutBudget,
+        address: String
+    ) async throws -> Reservation.Outcome<ChatStore.MessageResult> {
+        let sender = fanOut.sender(address: address, udid: udid)
+        var estimate: Int
+        if let known = fanOut.knownRecipients(udid) { estimate = known } else { estimate = try await store.recipientCount(udid: udid) }
+        for attempt in 1...2 {
+            let outcome = try await Reservation.withReservation(estimate, from: sender) { reserved in
+                try await store.message(udid: udid, text: text, maxRecipients: reserved)
+            } used: {
+                $0.queued
+            }
+            guard case .done(let result) = outcome else { return outcome }
+            fanOut.remember(result.recipients, for: udid)
+            guard attempt == 1, result.refused, estimate < result.recipients else { return outcome }
+            estimate = result.recipients
+        }
+        preconditionFailure("the second attempt always returns")
     }
 
     func databaseCheck() async throws -> Response {

@@ -21,16 +21,32 @@ struct FanOutBudget: Sendable {
 
     var isEnabled: Bool { perIP.isEnabled || perUDID.isEnabled }
 
-    /// Takes `count` from both budgets: nil when taken, else how long until they hold that many (nothing taken).
-    func reserve(_ count: Int, address: String, udid: String) -> Duration? {
-        guard count > 0 else { return nil }
-        if let wait = perIP.take(address, cost: Double(count)) { return wait }
-        if let wait = perUDID.take(udid, cost: Double(count)) {
-            perIP.refund(address, Double(count))
-            return wait
+    /// One sender's two buckets (its address's and its device's) as one ``BudgetStore``.
+    struct Sender: BudgetStore {
+        let budget: FanOutBudget
+        let address: String
+        let udid: String
+
+        /// Takes `amount` from both buckets, or from neither.
+        func take(_ amount: Int?) -> Reservation.Taken {
+            let count = amount ?? 0
+            guard count > 0 else { return .taken(0) }
+            if let wait = budget.perIP.take(address, cost: Double(count)) { return .wait(wait) }
+            if let wait = budget.perUDID.take(udid, cost: Double(count)) {
+                budget.perIP.refund(address, Double(count))
+                return .wait(wait)
+            }
+            return .taken(count)
         }
-        return nil
+
+        func refund(_ amount: Int) {
+            guard amount > 0 else { return }
+            budget.perIP.refund(address, Double(amount))
+            budget.perUDID.refund(udid, Double(amount))
+        }
     }
+
+    func sender(address: String, udid: String) -> Sender { Sender(budget: self, address: address, udid: udid) }
 
     /// What `udid`'s last message went to, if known.
     func knownRecipients(_ udid: String) -> Int? { lastRecipients.withLockedValue { $0[udid] } }
@@ -41,12 +57,5 @@ struct FanOutBudget: Sendable {
             if known.count >= 100_000 { known.removeAll(keepingCapacity: true) }
             known[udid] = recipients
         }
-    }
-
-    /// Gives back what a reservation did not use.
-    func refund(_ count: Int, address: String, udid: String) {
-        guard count > 0 else { return }
-        perIP.refund(address, Double(count))
-        perUDID.refund(udid, Double(count))
     }
 }

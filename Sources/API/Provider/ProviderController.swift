@@ -205,22 +205,18 @@ struct ProviderController: Sendable {
             idempotencyKey: idempotencyKey,
             requestHash: requestHash
         )
-        let (_, budget) = keyLimits.limiters(for: key)
+        let (_, limiter) = keyLimits.limiters(for: key)
         // The key's recipient budget: reserve what it holds, queue at most that many, give back what was not used.
-        let reserved = budget.takeAll(key.name)
-        let result: ProviderStore.QueueResult
-        do {
-            result = try await database { store in
-                try await store.queue(notification, maxRecipients: budget.isEnabled ? reserved : nil)
+        let outcome = try await Reservation.withReservation(nil, from: LimiterBudget(limiter: limiter, key: key.name)) { reserved in
+            try await database { store in
+                try await store.queue(notification, maxRecipients: limiter.isEnabled ? reserved : nil)
             }
-        } catch {
-            // Refunded only when the statement surely wrote nothing (not when its outcome is unknown).
-            if budget.isEnabled && DatabaseError.wroteNothing(error) { budget.refund(key.name, Double(reserved)) }
-            throw error
+        } used: { result in
+            if case .queued(let recipients) = result { recipients } else { 0 }
         }
+        guard case .done(let result) = outcome else { preconditionFailure("taking everything a budget holds is never refused") }
         switch result {
         case .queued(let recipients):
-            if budget.isEnabled { budget.refund(key.name, Double(reserved - recipients)) }
             metrics.queued(recipients)
             logger.info(
                 "Notification queued",
@@ -230,7 +226,6 @@ struct ProviderController: Sendable {
             response.headers[.location] = "/v1/notifications/\(notification.id.uuidString.lowercased())"
             return response
         case .tooManyRecipients(let recipients):
-            budget.refund(key.name, Double(reserved))
             guard recipients <= key.recipientsPerMinute else {
                 throw ProviderError(
                     .tooLarge,
@@ -240,11 +235,10 @@ struct ProviderController: Sendable {
                 )
             }
             throw ProviderError.tooManyRequests(
-                budget.wait(key.name, for: recipients),
+                limiter.wait(key.name, for: recipients),
                 "this key's limit of \(key.recipientsPerMinute) recipients per minute is spent"
             )
         case .duplicate:
-            if budget.isEnabled { budget.refund(key.name, Double(reserved)) }
             if let idempotencyKey, let answer = try await replay(key: key, idempotencyKey: idempotencyKey, requestHash: requestHash) {
                 return answer
             }
