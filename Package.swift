@@ -162,7 +162,11 @@ let package = Package(
             dependencies: ["API", "Settings", "Storage", nioConcurrencyHelpers, nioCore, nioEmbedded, nioHTTP1],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "PushTests", dependencies: ["Push", "APNs", "Support"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushTests",
+            dependencies: ["Push", "APNs", "Observability", "Storage", "Support", logging, nioConcurrencyHelpers],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "SimulatorUnitTests", dependencies: ["Simulator"], swiftSettings: swiftSettings),
         .testTarget(
             name: "IntegrationTests",

@@ -7,38 +7,29 @@ import Settings
 import Storage
 import Support
 
+/// Where a batch of results goes: ``PushQueue/record(_:)`` (one statement or one transaction), or a test's store.
+protocol ResultRecorder: Sendable {
+    /// Records the batch whole or not at all; how many deferred rows were failed instead.
+    func record(_ results: PushQueue.Results) async throws -> Int
+}
+
+extension PushQueue: ResultRecorder {}
+
 /// Results waiting to be written to the database: sent, failed, given back, invalid tokens. Workers report here
-/// without waiting for PostgreSQL; ``run()`` writes them in batches (one statement per kind) and keeps them, retrying
-/// with backoff, while the database is unreachable.
+/// without waiting for PostgreSQL; ``run()`` records them a batch at a time (whole or not at all) and keeps a batch
+/// that failed, retrying with backoff, while the database is unreachable.
 final class Outcomes: Sendable {
-    struct Batch: Sendable {
-        var sent: [Int64] = []
-        var failed: [PushQueue.Failure] = []
-        var released: [Int64] = []
-        var invalidTokens: [PushQueue.InvalidToken] = []
-        var deferred: [PushQueue.Deferral] = []
-
-        var isEmpty: Bool { sent.isEmpty && failed.isEmpty && released.isEmpty && invalidTokens.isEmpty && deferred.isEmpty }
-        var ids: [Int64] { sent + failed.map(\.messageID) + released + deferred.map(\.messageID) }
-
-        mutating func merge(_ other: Batch) {
-            sent += other.sent
-            failed += other.failed
-            released += other.released
-            invalidTokens += other.invalidTokens
-            deferred += other.deferred
-        }
-    }
+    typealias Batch = PushQueue.Results
 
     private let pending = NIOLockedValueBox(Batch())
     private let wake = QueueSignal()
-    let queue: PushQueue
+    let recorder: any ResultRecorder
     let held: HeldRows
     let metrics: PushMetrics
     let logger: Logger
 
-    init(queue: PushQueue, held: HeldRows, metrics: PushMetrics, logger: Logger) {
-        self.queue = queue
+    init(recorder: any ResultRecorder, held: HeldRows, metrics: PushMetrics, logger: Logger) {
+        self.recorder = recorder
         self.held = held
         self.metrics = metrics
         self.logger = logger
@@ -110,51 +101,34 @@ final class Outcomes: Sendable {
         }
     }
 
-    /// One round of writes; false if the database failed (the batch is kept for the next round).
-    private func flush() async -> Bool {
+    /// One round of writes; false if the database failed (the batch is kept, whole, for the next round).
+    func flush() async -> Bool {
         let batch = pending.withLockedValue { pending in
             let batch = pending
             pending = Batch()
             return batch
         }
         guard !batch.isEmpty else { return true }
-        var done = Batch()
         let start = ContinuousClock.now
         defer { metrics.markDuration.record(duration: start.duration(to: .now)) }
+        let exhausted: Int
         do {
-            try await queue.markSent(batch.sent)
-            done.sent = batch.sent
-            metrics.sent.increment(by: batch.sent.count)
-            try await queue.markFailed(batch.failed)
-            done.failed = batch.failed
-            for (kind, count) in Dictionary(grouping: batch.failed, by: \.kind).mapValues(\.count) {
-                metrics.failed(reason: kind, count: count)
-            }
-            try await queue.recordInvalidTokens(batch.invalidTokens)
-            done.invalidTokens = batch.invalidTokens
-            try await queue.release(batch.released)
-            done.released = batch.released
-            let exhausted = try await queue.postpone(batch.deferred, limit: queue.retryLimit)
-            done.deferred = batch.deferred
-            if exhausted > 0 {
-                metrics.failed(reason: "retries_exhausted", count: exhausted)
-                logger.warning(
-                    "Gave up on \(exhausted) notifications after push_max_attempts attempts or push_max_age of retryable answers"
-                )
-            }
-            held.remove(batch.ids)
-            return true
+            exhausted = try await recorder.record(batch)
         } catch {
-            held.remove(done.ids)
-            var rest = Batch()
-            if done.sent.isEmpty { rest.sent = batch.sent }
-            if done.failed.isEmpty { rest.failed = batch.failed }
-            if done.invalidTokens.isEmpty { rest.invalidTokens = batch.invalidTokens }
-            if done.released.isEmpty { rest.released = batch.released }
-            if done.deferred.isEmpty { rest.deferred = batch.deferred }
-            pending.withLockedValue { $0.merge(rest) }
+            // Nothing of it was recorded (or, if the answer was lost, recording it again changes nothing).
+            pending.withLockedValue { $0.merge(batch) }
             logger.error("Cannot record delivery results (\(DatabaseError.describe(error))); retrying")
             return false
         }
+        metrics.sent.increment(by: batch.sent.count)
+        for (kind, count) in Dictionary(grouping: batch.failed, by: \.kind).mapValues(\.count) {
+            metrics.failed(reason: kind, count: count)
+        }
+        if exhausted > 0 {
+            metrics.failed(reason: "retries_exhausted", count: exhausted)
+            logger.warning("Gave up on \(exhausted) notifications after push_max_attempts attempts or push_max_age of retryable answers")
+        }
+        held.remove(batch.ids)
+        return true
     }
 }

@@ -121,6 +121,7 @@ public final class PushService: Service, Sendable {
             }
             // Every worker has settled its connection: record what is left, then stop the rest.
             await context.outcomes.drain(timeout: .seconds(10))
+            await Self.releaseStranded(context)
             background.cancelAll()
         }
     }
@@ -134,7 +135,7 @@ public final class PushService: Service, Sendable {
             settings: configuration.push,
             pollInterval: configuration.pollInterval,
             queue: queue,
-            outcomes: Outcomes(queue: queue, held: held, metrics: metrics, logger: logger),
+            outcomes: Outcomes(recorder: queue, held: held, metrics: metrics, logger: logger),
             held: held,
             signal: signal,
             shutdown: ShutdownFlag(signal: signal),
@@ -204,6 +205,20 @@ public final class PushService: Service, Sendable {
                 context.metrics.oldestPendingAge.set(age)
             }
             try? await Task.sleep(for: max(context.pollInterval, .seconds(1), start.duration(to: .now) * 20))
+        }
+    }
+
+    /// Rows still held once every worker stopped and every result was recorded were claimed and never settled (a
+    /// worker lost them): they go back to the queue now rather than when their lease runs out.
+    static func releaseStranded(_ context: WorkerContext) async {
+        let stranded = context.held.snapshot
+        guard !stranded.isEmpty else { return }
+        context.logger.error("\(stranded.count) claimed notifications were neither sent nor given back; returning them to the queue")
+        do {
+            try await context.queue.release(stranded)
+            context.held.remove(stranded)
+        } catch {
+            context.logger.error("Cannot return them (\(DatabaseError.describe(error))): their leases will")
         }
     }
 

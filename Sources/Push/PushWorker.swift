@@ -24,6 +24,11 @@ extension PushWorker {
     var metrics: PushMetrics { context.metrics }
     var status: PushStatus { context.status }
 
+    /// Claims up to `limit` rows, held under lease until their results are recorded.
+    func claim(limit: Int) async throws -> [QueuedNotification] {
+        try await held.claim(from: queue, limit: limit, timer: metrics.claimDuration)
+    }
+
     /// Fails a row past its expiry as `expired` instead of sending it (again): APNs would not deliver it any more.
     /// Returns whether it did.
     func failIfExpired(_ notification: QueuedNotification, now: Date) -> Bool {

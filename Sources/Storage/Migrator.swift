@@ -195,7 +195,7 @@ public struct Migrator: Sendable {
             try await connection.query(record, logger: logger)
             if transactional { try await connection.query("COMMIT", logger: logger) }
         } catch {
-            if transactional { _ = try? await connection.query("ROLLBACK", logger: logger) }
+            if transactional { await connection.rollBack(logger: logger) }
             throw DatabaseError(
                 code: .migrationFailed,
                 context: "\(migration.fileName), statement \(current) of \(statements.count)" + (transactional ? " (rolled back)" : ""),

@@ -158,30 +158,36 @@ public struct PushQueue: Sendable {
     /// Stamps `time_sent` on rows this daemon holds.
     public func markSent(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        _ = try await run(
-            "UPDATE push_queue SET time_sent = now(), last_status = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance)"
-        )
+        _ = try await run(sentStatement(ids))
+    }
+
+    func sentStatement(_ ids: [Int64]) -> PostgresQuery {
+        "UPDATE push_queue SET time_sent = now(), last_status = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance)"
     }
 
     /// Gives rows up for good, keeping the reason.
     public func markFailed(_ failures: [Failure]) async throws {
         guard !failures.isEmpty else { return }
-        _ = try await run(
-            """
-            UPDATE push_queue q SET time_failed = now(), last_status = f.status, last_error = f.reason, claimed_until = NULL
-            FROM unnest(\(failures.map(\.messageID))::int8[], \(failures.map(\.status))::text[], \(failures.map(\.reason))::text[]) AS f(id, status, reason)
-            WHERE q.message_id = f.id
-            """
-        )
+        _ = try await run(Self.failedStatement(failures))
+    }
+
+    static func failedStatement(_ failures: [Failure]) -> PostgresQuery {
+        """
+        UPDATE push_queue q SET time_failed = now(), last_status = f.status, last_error = f.reason, claimed_until = NULL
+        FROM unnest(\(failures.map(\.messageID))::int8[], \(failures.map(\.status))::text[], \(failures.map(\.reason))::text[]) AS f(id, status, reason)
+        WHERE q.message_id = f.id
+        """
     }
 
     /// Puts rows back in the queue (not sent, to be claimed again), e.g. at shutdown.
     public func release(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        _ = try await run(
-            "UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL"
-        )
+        _ = try await run(releaseStatement(ids))
         cursor.value.withLock { $0.rewind() }
+    }
+
+    func releaseStatement(_ ids: [Int64]) -> PostgresQuery {
+        "UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL"
     }
 
     /// A row to try again later, with the answer that made it wait.
@@ -219,9 +225,12 @@ public struct PushQueue: Sendable {
     @discardableResult
     public func postpone(_ deferrals: [Deferral], limit: RetryLimit = RetryLimit()) async throws -> Int {
         guard !deferrals.isEmpty else { return 0 }
+        return try Self.failedCount(await run(postponeStatement(deferrals, limit: limit)))
+    }
+
+    func postponeStatement(_ deferrals: [Deferral], limit: RetryLimit) -> PostgresQuery {
         let seconds = deferrals.map(\.delay.seconds)
-        let rows = try await run(
-            """
+        return """
             WITH d AS (
                 SELECT * FROM unnest(\(deferrals.map(\.messageID))::int8[], \(seconds)::float8[], \(deferrals.map(\.status))::text[],
                     \(deferrals.map(\.reason))::text[]) AS d(id, seconds, status, reason)
@@ -243,7 +252,10 @@ public struct PushQueue: Sendable {
             FROM judged j WHERE q.message_id = j.message_id
             RETURNING j.give_up
             """
-        )
+    }
+
+    /// How many rows ``postponeStatement(_:limit:)`` failed instead of deferring.
+    static func failedCount(_ rows: DatabaseRows) throws -> Int {
         var failed = 0
         for giveUp in try rows.decode(Bool.self) where giveUp { failed += 1 }
         return failed
@@ -281,10 +293,13 @@ public struct PushQueue: Sendable {
     /// Records tokens APNs called invalid (the newest report wins and is processed again).
     public func recordInvalidTokens(_ tokens: [InvalidToken]) async throws {
         guard !tokens.isEmpty else { return }
+        _ = try await run(Self.invalidTokensStatement(tokens))
+    }
+
+    static func invalidTokensStatement(_ tokens: [InvalidToken]) -> PostgresQuery {
         // Apple's time as text ('' for none: then the database's clock, now(), not the daemon's).
         let times = tokens.map { $0.reportedAt.map { Date.ISO8601FormatStyle(includingFractionalSeconds: true).format($0) } ?? "" }
-        _ = try await run(
-            """
+        return """
             INSERT INTO invalid_tokens (device_token, reported_at, source)
             SELECT DISTINCT ON (t) lower(t), coalesce(nullif(r, '')::timestamptz, now()), s
             FROM unnest(\(tokens.map(\.token))::text[], \(times)::text[], \(tokens.map(\.source))::text[]) AS i(t, r, s)
@@ -293,6 +308,5 @@ public struct PushQueue: Sendable {
                 reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
                 source = EXCLUDED.source, processed_at = NULL
             """
-        )
     }
 }

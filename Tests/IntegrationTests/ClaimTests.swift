@@ -86,6 +86,59 @@ import Testing
         }
     }
 
+    /// A batch of results is recorded whole or not at all: while its transaction waits for a lock (a psql session
+    /// holding `invalid_tokens`), none of it shows; when its connection is killed there, none of it was recorded;
+    /// recorded again, all of it is.
+    @Test func resultsAreRecordedWholeOrNotAtAll() async throws {
+        try await Self.withQueue(rows: 4) { queue, url in
+            #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])
+            var results = PushQueue.Results()
+            results.sent = [1, 2]
+            results.failed = [PushQueue.Failure(messageID: 3, status: "410", reason: "Unregistered")]
+            results.invalidTokens = [PushQueue.InvalidToken(token: String(repeating: "a", count: 64), reportedAt: nil, source: "test")]
+            results.released = [4]
+            try await TestDatabase.withConnection(url) { locker in
+                try await locker.query("BEGIN", logger: TestDatabase.logger)
+                try await locker.query("LOCK TABLE invalid_tokens IN EXCLUSIVE MODE", logger: TestDatabase.logger)
+                let batch = results
+                let recording = Task { try await queue.record(batch) }
+                let waiting: PostgresQuery =
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                let start = ContinuousClock.now
+                while try await TestDatabase.scalar(url, waiting, as: Int64.self) == 0, start.duration(to: .now) < .seconds(10) {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(
+                    try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL", as: Int64.self) == 0
+                )
+                let killed = try await TestDatabase.scalar(
+                    url,
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+                    as: Int64.self
+                )
+                #expect(killed == 1)
+                await #expect(throws: (any Error).self) { try await recording.value }
+                try await locker.query("ROLLBACK", logger: TestDatabase.logger)
+            }
+            let untouched: PostgresQuery = """
+                SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NOT NULL
+                """
+            #expect(try await TestDatabase.scalar(url, untouched, as: Int64.self) == 4, "nothing of the batch was recorded")
+            #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM invalid_tokens", as: Int64.self) == 0)
+            #expect(try await queue.record(results) == 0)
+            let states = try await TestDatabase.scalar(
+                url,
+                """
+                SELECT string_agg(concat_ws(':', message_id, time_sent IS NOT NULL, time_failed IS NOT NULL, claimed_until IS NULL),
+                                  ',' ORDER BY message_id) FROM push_queue
+                """,
+                as: String.self
+            )
+            #expect(states == "1:t:f:f,2:t:f:f,3:f:t:t,4:f:f:t")
+            #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM invalid_tokens", as: Int64.self) == 1)
+        }
+    }
+
     /// Daemons claiming at once share a backlog: every row is claimed once, by exactly one of them.
     @Test func concurrentClaimsNeverTakeARowTwice() async throws {
         try await Self.withQueue(rows: 3000) { first, url in

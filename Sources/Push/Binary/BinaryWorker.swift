@@ -154,10 +154,9 @@ struct BinaryWorker: PushWorker {
             if batch.count < settings.batchSize && free > batch.count {
                 let limit = min(free - batch.count, settings.batchSize - batch.count)
                 do {
-                    let request = prefetch ?? (claim(limit: limit), limit)
+                    let request = prefetch ?? (claimAhead(limit: limit), limit)
                     prefetch = nil
                     let claimed = try await request.task.value
-                    held.add(claimed.map(\.messageID))
                     batch += claimed
                     claimedFull = claimed.count >= request.limit
                     databaseBackoff.reset()
@@ -179,7 +178,7 @@ struct BinaryWorker: PushWorker {
             }
             if claimedFull && prefetch == nil {
                 let next = min(max(0, free - batch.count), settings.batchSize)
-                if next > 0 { prefetch = (claim(limit: next), next) }
+                if next > 0 { prefetch = (claimAhead(limit: next), next) }
             }
             do {
                 try await send(batch, session: session, outbound: outbound, buffer: &buffer)
@@ -197,22 +196,16 @@ struct BinaryWorker: PushWorker {
         return .writerStopped
     }
 
-    /// Starts a claim that is not cancelled with the session: once PostgreSQL has leased rows to us we must hold
-    /// them, or they would sit claimed until the lease runs out.
-    private func claim(limit: Int) -> Task<[QueuedNotification], any Error> {
-        let queue = self.queue
-        let timer = metrics.claimDuration
-        return Task {
-            let start = ContinuousClock.now
-            defer { timer.record(duration: start.duration(to: .now)) }
-            return try await queue.claim(limit: limit)
-        }
+    /// Starts a claim that is not cancelled with the session: once PostgreSQL has leased rows to us we hold them
+    /// (the claim registers them) and must send or give them back.
+    private func claimAhead(limit: Int) -> Task<[QueuedNotification], any Error> {
+        let worker = self
+        return Task { try await worker.claim(limit: limit) }
     }
 
     /// Rows of a claim still under way when the session ends wait for the next connection.
     private func keep(_ claim: Task<[QueuedNotification], any Error>?, in session: BinarySession) async {
         guard let claim, let rows = try? await claim.value, !rows.isEmpty else { return }
-        held.add(rows.map(\.messageID))
         session.addPending(rows)
     }
 

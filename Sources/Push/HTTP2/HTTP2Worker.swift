@@ -166,16 +166,13 @@ struct HTTP2Worker: PushWorker {
                 continue
             }
             do {
-                let start = ContinuousClock.now
-                let claimed = try await queue.claim(limit: settings.batchSize)
-                metrics.claimDuration.record(duration: start.duration(to: .now))
+                let claimed = try await claim(limit: settings.batchSize)
                 databaseBackoff.reset()
                 if claimed.isEmpty {
                     // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
                     await QueueSignal.wait(for: [(signal, queueGeneration), (session.closing, closingGeneration)], timeout: pollInterval)
                     continue
                 }
-                held.add(claimed.map(\.messageID))
                 session.update { $0.ready += claimed }
             } catch {
                 if databaseBackoff.failures == 0 {

@@ -1,0 +1,70 @@
+import PostgresNIO
+
+extension PushQueue {
+    /// What a daemon learned about rows it holds, waiting to be recorded: sent, failed for good, given back,
+    /// deferred (to try again later), and the tokens Apple called gone.
+    public struct Results: Sendable, Equatable {
+        public var sent: [Int64] = []
+        public var failed: [Failure] = []
+        public var released: [Int64] = []
+        public var invalidTokens: [InvalidToken] = []
+        public var deferred: [Deferral] = []
+
+        public init() {}
+
+        public var isEmpty: Bool { sent.isEmpty && failed.isEmpty && released.isEmpty && invalidTokens.isEmpty && deferred.isEmpty }
+
+        /// Every row the results settle.
+        public var ids: [Int64] { sent + failed.map(\.messageID) + released + deferred.map(\.messageID) }
+
+        public mutating func merge(_ other: Results) {
+            sent += other.sent
+            failed += other.failed
+            released += other.released
+            invalidTokens += other.invalidTokens
+            deferred += other.deferred
+        }
+    }
+
+    /// Records `results` whole or not at all: one statement when only one kind is present, else one transaction of
+    /// one statement per kind. Returns how many deferred rows were failed instead (past ``retryLimit``).
+    ///
+    /// Safe to repeat after an error whose outcome is unknown: each statement only changes rows this daemon still
+    /// holds in the state it left them, and a token report is an upsert.
+    public func record(_ results: Results) async throws -> Int {
+        var statements: [PostgresQuery] = []
+        if !results.sent.isEmpty { statements.append(sentStatement(results.sent)) }
+        if !results.failed.isEmpty { statements.append(Self.failedStatement(results.failed)) }
+        if !results.invalidTokens.isEmpty { statements.append(Self.invalidTokensStatement(results.invalidTokens)) }
+        if !results.released.isEmpty { statements.append(releaseStatement(results.released)) }
+        // Last: its rows are the answer.
+        if !results.deferred.isEmpty { statements.append(postponeStatement(results.deferred, limit: retryLimit)) }
+        guard let last = statements.last else { return 0 }
+        let rows = statements.count == 1 ? try await run(last) : try await runInTransaction(statements)
+        if !results.released.isEmpty { cursor.value.withLock { $0.rewind() } }
+        return results.deferred.isEmpty ? 0 : try Self.failedCount(rows)
+    }
+
+    /// Runs `statements` in one transaction on one connection; the last one's rows. Rolled back on any error.
+    func runInTransaction(_ statements: [PostgresQuery]) async throws -> DatabaseRows {
+        let logger = self.logger
+        let body: @Sendable (PostgresConnection) async throws -> DatabaseRows = { connection in
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                var rows = DatabaseRows([])
+                for statement in statements {
+                    rows = DatabaseRows(try await connection.query(statement, logger: logger).collect())
+                }
+                try await connection.query("COMMIT", logger: logger)
+                return rows
+            } catch {
+                await connection.rollBack(logger: logger)
+                throw error
+            }
+        }
+        switch source {
+        case .pool(let client): return try await client.withConnection(body)
+        case .database(let database): return try await database.withConnection(body)
+        }
+    }
+}
