@@ -8,30 +8,17 @@ import NIOSSL
 import Settings
 import Support
 
-/// Drives one HTTP/2 connection to APNs on its event loop: one stream per notification, frames handled inline,
-/// a deadline on every stream, PING when idle, and every request accounted for when the connection ends.
+/// Drives one HTTP/2 connection to APNs on its event loop: performs what its ``HTTP2StreamStateMachine`` decides
+/// (one stream per notification, a deadline on every stream, PING when idle, every request accounted for when the
+/// connection ends) and reports to the worker.
 public final class HTTP2ClientHandler: ChannelInboundHandler {
     public typealias InboundIn = HTTP2Frame
     public typealias OutboundOut = HTTP2Frame
 
-    private struct Stream {
-        var request: HTTP2Request
-        var deadline: NIODeadline
-        var status = 0
-        var body: [UInt8] = []
-    }
-
     let events: AsyncStream<HTTP2Event>.Continuation
-    let requestTimeout: TimeAmount
-    let pingInterval: TimeAmount
+    private var state: HTTP2StreamStateMachine
     private var context: ChannelHandlerContext?
-    private var streams: [HTTP2StreamID: Stream] = [:]
-    private var nextStreamID = 1
-    private var goingAway = false
-    private var lastRead = NIODeadline.now()
-    private var pingSentAt: NIODeadline?
     private var timer: RepeatedTask?
-    private var finished = false
     private var answers: [HTTP2Answer] = []
 
     let batcher: FlushBatcher
@@ -40,12 +27,12 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
         events: AsyncStream<HTTP2Event>.Continuation,
         batcher: FlushBatcher,
         requestTimeout: TimeAmount,
-        pingInterval: TimeAmount = .seconds(30)
+        pingInterval: TimeAmount = .seconds(30),
+        lastStreamID: Int = HTTP2StreamStateMachine.defaultLastStreamID
     ) {
         self.events = events
         self.batcher = batcher
-        self.requestTimeout = requestTimeout
-        self.pingInterval = pingInterval
+        self.state = HTTP2StreamStateMachine(requestTimeout: requestTimeout, pingInterval: pingInterval, lastStreamID: lastStreamID)
     }
 
     public func handlerAdded(context: ChannelHandlerContext) {
@@ -64,62 +51,53 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
     /// Writes the requests as new streams (on the event loop); false when the connection has ended (nothing was
     /// taken). After GOAWAY they come back unanswered.
     public func send(_ requests: [HTTP2Request]) -> Bool {
-        guard let context, !finished else { return false }
-        guard !goingAway else {
-            report(.unanswered(requests, "the connection is going away"))
+        guard let context else { return false }
+        switch state.send(requests, now: .now()) {
+        case .refused:
+            return false
+        case .write(let streams, let unanswered, let reason, let retired):
+            // A flush per request keeps the DATA frames in stream order (see FlushBatcher); one TLS write per batch.
+            batcher.hold()
+            for (streamID, request) in streams {
+                let promise = context.eventLoop.makePromise(of: Void.self)
+                let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                promise.futureResult.whenFailure { error in
+                    loopBound.value.writeFailed(streamID, error)
+                }
+                context.write(
+                    wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers)))),
+                    promise: nil
+                )
+                context.write(
+                    wrapOutboundOut(
+                        HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))
+                    ),
+                    promise: promise
+                )
+                context.flush()
+            }
+            batcher.release()
+            if !unanswered.isEmpty { report(.unanswered(unanswered, reason)) }
+            if retired { report(.goingAway) }
             return true
         }
-        let deadline = NIODeadline.now() + requestTimeout
-        // A flush per request keeps the DATA frames in stream order (see FlushBatcher); one TLS write per batch.
-        batcher.hold()
-        for request in requests {
-            let streamID = HTTP2StreamID(nextStreamID)
-            nextStreamID += 2
-            streams[streamID] = Stream(request: request, deadline: deadline)
-            let promise = context.eventLoop.makePromise(of: Void.self)
-            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            promise.futureResult.whenFailure { error in
-                loopBound.value.abandon(streamID, because: "not written: \(error)")
-            }
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers)))), promise: nil)
-            context.write(
-                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
-                promise: promise
-            )
-            context.flush()
-        }
-        batcher.release()
-        return true
-    }
-
-    /// The most bytes of one answer's body kept (Apple's are `{"reason":"…","timestamp":…}`).
-    static let maxAnswerBody = 4096
-
-    /// Appends what fits under ``maxAnswerBody``: what a peer sends past it is dropped, not kept (a 10 MB answer per
-    /// stream would hold a window's worth of them in memory).
-    static func append(_ bytes: ByteBufferView, to body: inout [UInt8]) {
-        let room = maxAnswerBody - body.count
-        if room > 0 { body += bytes.prefix(room) }
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        lastRead = .now()
+        state.read(now: .now())
         switch frame.payload {
         case .headers(let headers):
-            if let status = headers.headers.first(name: ":status").flatMap(Int.init) { streams[frame.streamID]?.status = status }
-            if headers.endStream { complete(frame.streamID) }
+            let status = headers.headers.first(name: ":status").flatMap(Int.init)
+            if let answer = state.headers(frame.streamID, status: status, endStream: headers.endStream) { answered(answer) }
         case .data(let data):
-            if case .byteBuffer(let buffer) = data.data, streams[frame.streamID] != nil {
-                Self.append(buffer.readableBytesView, to: &streams[frame.streamID]!.body)
-            }
-            if data.endStream { complete(frame.streamID) }
+            let bytes: ByteBufferView
+            if case .byteBuffer(let buffer) = data.data { bytes = buffer.readableBytesView } else { bytes = ByteBuffer().readableBytesView }
+            if let answer = state.data(frame.streamID, bytes, endStream: data.endStream) { answered(answer) }
         case .rstStream(let code):
-            abandon(frame.streamID, because: "stream reset (\(code))")
+            if let request = state.reset(frame.streamID) { report(.unanswered([request], "stream reset (\(code))")) }
         case .goAway(let lastStreamID, let code, _):
-            goingAway = true
-            let refused = streams.keys.filter { $0 > lastStreamID }
-            let requests = refused.compactMap { streams.removeValue(forKey: $0)?.request }
+            let requests = state.goAway(lastStreamID: lastStreamID)
             if !requests.isEmpty { report(.unanswered(requests, "GOAWAY (\(code)) before these streams were processed")) }
             report(.goingAway)
         case .settings(.settings(let settings)):
@@ -127,7 +105,7 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
                 report(.maxStreams(value))
             }
         case .ping(_, ack: true):
-            pingSentAt = nil
+            state.pingAnswered()
         default:
             break
         }
@@ -146,16 +124,19 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let streamID = HTTP2StreamErrors.stream(of: error) {
             // One stream's trouble (NIOHTTP2 reset it): that request is sent again, the other streams carry on.
-            abandon(streamID, because: "stream error: \(error)")
+            if let request = state.reset(streamID) { report(.unanswered([request], "stream error: \(error)")) }
             return
         }
         finish(GatewayError.describe(error))
         context.close(promise: nil)
     }
 
-    private func complete(_ streamID: HTTP2StreamID) {
-        guard let stream = streams.removeValue(forKey: streamID) else { return }
-        answers.append(HTTP2Answer(request: stream.request, result: HTTP2Result(status: stream.status, body: stream.body)))
+    private func writeFailed(_ streamID: HTTP2StreamID, _ error: any Error) {
+        if let request = state.writeFailed(streamID) { report(.unanswered([request], "not written: \(error)")) }
+    }
+
+    private func answered(_ answer: HTTP2Answer) {
+        answers.append(answer)
         // A read can carry a whole window of answers: handed over in pieces, the first streams are reused while
         // the rest are still being decoded.
         if answers.count >= Self.answersPerReport { report() }
@@ -173,29 +154,21 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
         if let event { events.yield(event) }
     }
 
-    private func abandon(_ streamID: HTTP2StreamID, because reason: String) {
-        guard let stream = streams.removeValue(forKey: streamID) else { return }
-        report(.unanswered([stream.request], reason))
-    }
-
     /// Every 250 ms: cancel streams past their deadline; PING an idle connection; close one that does not answer.
     private func tick() {
-        guard let context, !finished else { return }
-        let now = NIODeadline.now()
-        let expired = streams.filter { $0.value.deadline <= now }.map(\.key)
-        if !expired.isEmpty {
-            let requests = expired.compactMap { streams.removeValue(forKey: $0)?.request }
-            for streamID in expired {
+        guard let context else { return }
+        let action = state.tick(now: .now())
+        if !action.expired.isEmpty {
+            for (streamID, _) in action.expired {
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
             }
             context.flush()
-            report(.timedOut(requests, .nanoseconds(requestTimeout.nanoseconds)))
+            report(.timedOut(action.expired.map(\.1), .nanoseconds(state.requestTimeout.nanoseconds)))
         }
-        if let pingSentAt, now - pingSentAt > requestTimeout {
-            finish("the server did not answer a PING")
+        if let reason = action.close {
+            finish(reason)
             context.close(promise: nil)
-        } else if pingSentAt == nil, now - lastRead > pingInterval {
-            pingSentAt = now
+        } else if action.ping {
             context.writeAndFlush(
                 wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(), ack: false))),
                 promise: nil
@@ -204,11 +177,8 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 
     private func finish(_ reason: String) {
-        guard !finished else { return }
-        finished = true
+        guard let requests = state.finish() else { return }
         timer?.cancel()
-        let requests = streams.values.map(\.request)
-        streams = [:]
         if !requests.isEmpty { report(.unanswered(requests, reason)) }
         report(.closed(reason))
         events.finish()

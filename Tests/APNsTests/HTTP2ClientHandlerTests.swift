@@ -118,9 +118,6 @@ import Testing
         channel.pipeline.fireChannelReadComplete()
         guard case .answered(let answers) = await events.next() else { throw CancellationError() }
         #expect(answers.map(\.result.status) == [400], "reported, with no reason to read in the padding")
-        var body: [UInt8] = []
-        for _ in 1...10 { HTTP2ClientHandler.append(chunk.readableBytesView, to: &body) }
-        #expect(body.count == HTTP2ClientHandler.maxAnswerBody)
         _ = try channel.finish()
     }
 
