@@ -32,17 +32,68 @@ import Testing
         #expect(session.settle(writtenBefore: start + .seconds(1)).isEmpty, "an error response may be on its way")
     }
 
+    static func ids(_ rows: [QueuedNotification]) -> [Int64] { rows.map(\.messageID) }
+
     @Test func anErrorResponseSplitsTheWindowAndHandsOverThePendingRows() {
-        let session = BinarySession(capacity: 10, limit: 10, carry: Self.rows(10...11), alarm: GatewayAlarm())
-        #expect(session.takePending(limit: 1).map(\.messageID) == [10])
-        _ = session.append(Self.rows(1...5), at: start)
-        let (resolution, pending) = session.resolve(BinaryErrorResponse(status: .invalidToken, identifier: 3))
-        #expect(resolution.accepted.map(\.messageID) == [1, 2])
-        #expect(resolution.failed?.messageID == 3)
-        #expect(resolution.resend.map(\.messageID) == [4, 5])
-        #expect(pending.map(\.messageID) == [11])
-        #expect(session.isStopped)
-        #expect(session.delivered == 2)
+        var state = BinarySessionState(capacity: 10, limit: 10, carry: Self.rows(10...11))
+        #expect(Self.ids(state.takePending(limit: 1)) == [10])
+        _ = state.append(Self.rows(1...5), at: start)
+        let settlement = state.end(.errorResponse(BinaryErrorResponse(status: .invalidToken, identifier: 3)))
+        #expect(Self.ids(settlement.accepted) == [1, 2])
+        #expect(settlement.failed?.0.messageID == 3)
+        #expect(Self.ids(settlement.carry) == [4, 5, 11], "what followed the refused one, then what was never written")
+        #expect(settlement.resent == 2)
+        #expect(settlement.progressed, "the gateway answered: reconnect at once")
+        #expect(settlement.nextLimit == 10)
+        #expect(state.stopped)
+        #expect(state.delivered == 2)
+        #expect(state.inFlightCount == 0)
+    }
+
+    @Test func aShutdownResponseAcceptsUpToTheIdentifierItNames() {
+        var state = BinarySessionState(capacity: 10, limit: 10, carry: [])
+        _ = state.append(Self.rows(1...4), at: start)
+        let settlement = state.end(.errorResponse(BinaryErrorResponse(status: .shutdown, identifier: 2)))
+        #expect(Self.ids(settlement.accepted) == [1, 2])
+        #expect(settlement.failed == nil)
+        #expect(Self.ids(settlement.carry) == [3, 4])
+    }
+
+    @Test func aDropWithoutAWordResendsTheWindowAndStartsSmallAgain() {
+        var state = BinarySessionState(capacity: 100, limit: 40, carry: [])
+        _ = state.append(Self.rows(1...30), at: start)
+        #expect(Self.ids(state.settle(writtenBefore: start + .milliseconds(1), alarmRaised: false)).count == 30)
+        _ = state.append(Self.rows(31...40), at: start + .seconds(1))
+        state.addPending(Self.rows(41...42))
+        let settlement = state.end(.closed("reset by peer", refused: false))
+        #expect(Self.ids(settlement.carry) == Array(31...42), "the unsettled window (fate unknown), then the rest")
+        #expect(settlement.resent == 10)
+        #expect(settlement.nextLimit == 5, "half of what was unsettled")
+        #expect(settlement.progressed, "30 were accepted")
+        var silent = BinarySessionState(capacity: 100, limit: 40, carry: [])
+        _ = silent.append(Self.rows(1...3), at: start)
+        #expect(silent.end(.closed("reset", refused: false)).nextLimit == 1, "dropped before anything settled: one at a time")
+        var refused = BinarySessionState(capacity: 100, limit: 40, carry: Self.rows(1...3))
+        let tls = refused.end(.closed("TLS handshake failed", refused: true))
+        #expect(tls.nextLimit == 40 && !tls.progressed && Self.ids(tls.carry) == [1, 2, 3])
+    }
+
+    @Test func aStalledGatewayHalvesTheLimit() {
+        var state = BinarySessionState(capacity: 100, limit: 64, carry: [])
+        _ = state.append(Self.rows(1...50), at: start)
+        let settlement = state.end(.stalled("took no bytes"))
+        #expect(settlement.nextLimit == 25)
+        #expect(settlement.resent == 50)
+        #expect(!settlement.progressed)
+    }
+
+    @Test func drainedAtShutdownAcceptsTheSilentWindowAndKeepsTheUnwritten() {
+        var state = BinarySessionState(capacity: 10, limit: 10, carry: Self.rows(5...6))
+        _ = state.append(Self.rows(1...3), at: start)
+        let settlement = state.end(.drained)
+        #expect(Self.ids(settlement.accepted) == [1, 2, 3])
+        #expect(Self.ids(settlement.carry) == [5, 6], "given back to the queue by the worker")
+        #expect(settlement.resent == 0)
     }
 
     @Test func afterTheConnectionEndsWritesWaitForTheNextOne() {
@@ -50,9 +101,9 @@ import Testing
         _ = session.append(Self.rows(1...2), at: start)
         session.stop()
         #expect(!session.append(Self.rows(3...4), at: start), "not written: the session stopped")
-        let (window, pending) = session.takeAll()
-        #expect(window.map(\.messageID) == [1, 2], "fate unknown: resent")
-        #expect(pending.map(\.messageID) == [3, 4])
+        let settlement = session.end(.closed("gone", refused: false))
+        #expect(Self.ids(settlement.carry) == [1, 2, 3, 4], "fate unknown: resent, then the unwritten")
+        #expect(settlement.resent == 2)
         #expect(session.inFlightCount == 0)
     }
 }

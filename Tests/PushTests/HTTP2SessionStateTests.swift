@@ -11,7 +11,7 @@ import Testing
 
     @Test func oneStreamUntilTheServerSaysMoreThenRetriesFirstOnceAnEighthIsFree() {
         var state = HTTP2Session.State(retry: Self.rows(1...2))
-        state.ready = Self.rows(3...40)
+        state.claimed(Self.rows(3...40))
         #expect(state.nextBatch(batchSize: 100).map(\.messageID) == [1], "one stream before SETTINGS")
         #expect(state.nextBatch(batchSize: 100).isEmpty, "the one stream is busy")
         #expect(state.allow(maxStreams: 1000, window: 16) == 16, "never above push_window")
@@ -28,7 +28,7 @@ import Testing
     @Test func aLargeWindowIsWrittenInPiecesOfAnEighth() {
         var state = HTTP2Session.State()
         _ = state.allow(maxStreams: 1000, window: 1000)
-        state.ready = Self.rows(1...2000)
+        state.claimed(Self.rows(1...2000))
         var pieces: [[Int64]] = []
         while case let piece = state.nextBatch(batchSize: 2000), !piece.isEmpty { pieces.append(piece.map(\.messageID)) }
         #expect(pieces.map(\.count) == Array(repeating: 125, count: 8), "the window in eight pieces, not one batch")
@@ -42,7 +42,7 @@ import Testing
     @Test func aSmallerWindowGoesInPiecesOfAtLeast64() {
         var state = HTTP2Session.State()
         _ = state.allow(maxStreams: 100, window: 100)
-        state.ready = Self.rows(1...300)
+        state.claimed(Self.rows(1...300))
         #expect(state.nextBatch(batchSize: 2000).count == 64, "an eighth would be 12: pieces of 64")
         #expect(state.nextBatch(batchSize: 2000).count == 36)
         #expect(state.nextBatch(batchSize: 2000).isEmpty)
@@ -51,7 +51,7 @@ import Testing
     @Test func unansweredRowsAreSentAgainBeforeNewOnes() {
         var state = HTTP2Session.State()
         _ = state.allow(maxStreams: 4, window: 100)
-        state.ready = Self.rows(1...8)
+        state.claimed(Self.rows(1...8))
         let first = state.nextBatch(batchSize: 100)
         #expect(first.map(\.messageID) == [1, 2, 3, 4])
         state.unanswered(Array(first.suffix(2)))
@@ -62,7 +62,7 @@ import Testing
     @Test func aConnectionThatTakesNothingClosesTheSessionAndKeepsEverythingInOrder() {
         var state = HTTP2Session.State(retry: Self.rows(5...5))
         _ = state.allow(maxStreams: 10, window: 10)
-        state.ready = Self.rows(1...3)
+        state.claimed(Self.rows(1...3))
         let batch = state.nextBatch(batchSize: 100)
         state.notTaken(batch)
         #expect(!state.open)
@@ -75,7 +75,7 @@ import Testing
         var state = HTTP2Session.State()
         _ = state.allow(maxStreams: 1000, window: 1000)
         #expect(state.wantsClaim(batchSize: 2000))
-        state.ready = Self.rows(1...1000)
+        state.claimed(Self.rows(1...1000))
         #expect(!state.wantsClaim(batchSize: 2000))
         state.withdraw(0)
         #expect(state.inFlight == 0)

@@ -21,17 +21,7 @@ struct BinaryWorker: PushWorker {
     /// The service's logger, with `push.connection` when there are several.
     let logger: Logger
 
-    /// How a connection's session ended.
-    enum End: Sendable {
-        case errorResponse(BinaryErrorResponse)
-        /// The connection ended without an error response; `refused` when TLS failed (nothing was accepted).
-        case closed(String, refused: Bool)
-        case drained
-        /// The writer stopped because the connection ended: the reader has the verdict.
-        case writerStopped
-        /// The gateway stopped reading: the connection is closed as dead.
-        case stalled(String)
-    }
+    typealias End = BinarySessionState.End
 
     func run() async {
         var backoff = Backoff()
@@ -43,7 +33,7 @@ struct BinaryWorker: PushWorker {
             logger.info("Connecting to \(connector.endpoint)")
             if attempts > 0 { metrics.reconnects.increment() }
             attempts += 1
-            var delivered = 0
+            var progressed = false
             do {
                 let (channel, alarm) = try await connector.connect()
                 logger.info("Connection OK")
@@ -55,30 +45,15 @@ struct BinaryWorker: PushWorker {
                 metrics.connected.decrement()
                 status.connectionClosed()
                 inFlight.set(0)
-                delivered = session.delivered
-                limit = session.limit
                 if case .stalled = end { status.gatewayStalled(true) }
-                let unsettled: Int
-                (carry, unsettled) = settle(session, end: end)
-                switch end {
-                case .drained:
-                    break
-                case .errorResponse:
-                    delivered += 1  // the gateway answered: the connection itself was fine
-                case .closed(_, let refused) where !refused && unsettled > 0:
-                    // Dropped without a word: we cannot know how much arrived. Start small again so a gateway that
-                    // keeps dropping after a few frames still lets every notification through.
-                    limit = delivered > 0 ? max(1, min(limit, unsettled) / 2) : 1
-                case .stalled:
-                    limit = max(1, min(limit, max(unsettled, 1)) / 2)
-                default:
-                    break
-                }
-                if case .drained = end { break }
+                let settlement = session.end(end)
+                carry = settle(settlement, end: end)
+                limit = settlement.nextLimit
+                progressed = settlement.progressed
             } catch {
                 logger.error("\(error)")
             }
-            guard await Reconnect.next(&backoff, progressed: delivered > 0, signal: signal, shutdown: shutdown, logger: logger) else {
+            guard await Reconnect.next(&backoff, progressed: progressed, signal: signal, shutdown: shutdown, logger: logger) else {
                 break
             }
         }
@@ -87,27 +62,28 @@ struct BinaryWorker: PushWorker {
 
     // MARK: One connection
 
+    /// Runs the connection's reader and writer until it ends; how it ended. Each task answers an ``End``, or nil
+    /// for the writer that stopped because the connection ended (the reader has the verdict).
     private func run(_ session: BinarySession, on channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, inFlight: Meter) async -> End {
         do {
             return try await channel.executeThenClose { inbound, outbound in
-                try await withThrowingTaskGroup(of: End.self) { group in
+                try await withThrowingTaskGroup(of: End?.self) { group in
                     group.addTask { await read(inbound, session: session) }
                     group.addTask { await write(outbound, session: session, inFlight: inFlight) }
                     var end = try await group.next()!
-                    if case .writerStopped = end { end = try await group.next()! }
+                    if end == nil { end = try await group.next()! }
                     if case .drained = end {
                         // Shutting down: everything is written; give the gateway a moment to object.
                         group.addTask {
                             try? await Task.sleep(for: min(settings.settle, .seconds(1)))
                             return .drained
                         }
-                        end = try await group.next()!
-                        if case .closed = end { end = .drained }
-                        if case .writerStopped = end { end = .drained }
+                        // An error response in that moment wins; the connection closing (or the writer) does not.
+                        if case .errorResponse(let response) = try await group.next()! { end = .errorResponse(response) }
                     }
                     session.stop()
                     group.cancelAll()
-                    return end
+                    return end ?? .closed("the connection ended", refused: false)
                 }
             }
         } catch {
@@ -134,7 +110,7 @@ struct BinaryWorker: PushWorker {
         }
     }
 
-    private func write(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, session: BinarySession, inFlight: Meter) async -> End {
+    private func write(_ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, session: BinarySession, inFlight: Meter) async -> End? {
         var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
         var buffer = ByteBuffer()
         // While one batch is written the next is claimed (only while claims come back full: an idle queue is not
@@ -193,7 +169,7 @@ struct BinaryWorker: PushWorker {
             }
         }
         await keep(prefetch?.task, in: session)
-        return .writerStopped
+        return nil
     }
 
     /// Starts a claim that is not cancelled with the session: once PostgreSQL has leased rows to us we hold them
@@ -251,46 +227,39 @@ struct BinaryWorker: PushWorker {
 
     // MARK: After a connection
 
-    /// Settles the session's notifications by how it ended; returns what must be written on the next connection,
-    /// and how many of those had been written without an answer.
-    private func settle(_ session: BinarySession, end: End) -> ([QueuedNotification], Int) {
+    /// Records what the connection's end settled (the meaning of each end is decided by ``BinarySessionState/end(_:)``);
+    /// returns what goes to the next connection.
+    private func settle(_ settlement: BinarySessionState.Settlement, end: End) -> [QueuedNotification] {
+        accepted(settlement.accepted)
+        metrics.resent.increment(by: settlement.resent)
+        var carry = settlement.carry
         switch end {
         case .errorResponse(let response):
-            let (resolution, pending) = session.resolve(response)
-            accepted(resolution.accepted)
-            var carry = resolution.resend
-            metrics.resent.increment(by: carry.count)
-            if let failed = resolution.failed {
-                handleFailure(failed, response: response, carry: &carry)
+            if let (failed, response) = settlement.failed {
+                if let retry = handleFailure(failed, response: response) {
+                    carry.append(retry)
+                    carry.sort { $0.messageID < $1.messageID }
+                }
             } else if response.status != .shutdown {
-                logger.warning("Gateway answered \(response) for a notification no longer in flight; resending \(carry.count)")
+                logger.warning("Gateway answered \(response) for a notification no longer in flight; resending \(settlement.resent)")
             }
             if response.status == .shutdown {
                 logger.info(
-                    "Gateway is shutting down (last accepted: \(response.identifier)); resending \(carry.count) on a new connection"
+                    "Gateway is shutting down (last accepted: \(response.identifier)); resending \(settlement.resent) on a new connection"
                 )
             }
-            return ((carry + pending).sorted { $0.messageID < $1.messageID }, 0)
-        case .writerStopped:
-            return settle(session, end: .closed("the connection ended", refused: false))
-        case .stalled(let reason):
-            return settle(session, end: .closed(reason, refused: false))
-        case .closed(let reason, _):
-            let (window, pending) = session.takeAll()
-            metrics.resent.increment(by: window.count)
-            if !window.isEmpty {
+        case .closed(let reason, _), .stalled(let reason):
+            if settlement.resent > 0 {
                 logger.warning(
-                    "Connection lost (\(reason)); resending \(window.count) notifications that may have arrived (possible duplicates)"
+                    "Connection lost (\(reason)); resending \(settlement.resent) notifications that may have arrived (possible duplicates)"
                 )
             } else {
                 logger.warning("Connection lost (\(reason))")
             }
-            return ((window + pending).sorted { $0.messageID < $1.messageID }, window.count)
         case .drained:
-            let (window, pending) = session.takeAll()
-            accepted(window)
-            return (pending, 0)
+            break
         }
+        return carry
     }
 
     /// Rows the gateway accepted (by silence, or before the one an error response names).
@@ -301,7 +270,8 @@ struct BinaryWorker: PushWorker {
         status.gatewayStalled(false)  // a gateway that takes notifications reads again
     }
 
-    private func handleFailure(_ failed: QueuedNotification, response: BinaryErrorResponse, carry: inout [QueuedNotification]) {
+    /// Records the row an error response names; the row to send again, if it gets another try.
+    private func handleFailure(_ failed: QueuedNotification, response: BinaryErrorResponse) -> QueuedNotification? {
         let metadata: Logger.Metadata = ["push.message_id": "\(failed.messageID)", "apns.status": "\(response.status.rawValue)"]
         switch response.status {
         case .invalidToken:
@@ -317,8 +287,8 @@ struct BinaryWorker: PushWorker {
             if failed.retries < settings.maxRetries {
                 var retry = failed
                 retry.retries += 1
-                carry.insert(retry, at: 0)
                 logger.warning("Message \(failed.messageID): gateway status \(response.status); retry \(retry.retries)", metadata: metadata)
+                return retry
             } else {
                 logger.error(
                     "Message \(failed.messageID): gateway status \(response.status) after \(failed.retries) retries; giving up",
@@ -340,6 +310,7 @@ struct BinaryWorker: PushWorker {
                 kind: response.status.metricLabel
             )
         }
+        return nil
     }
 }
 

@@ -2,26 +2,49 @@ import APNs
 import NIOConcurrencyHelpers
 
 /// One HTTP/2 connection's work, shared by its claimer, writer and reader: a pure ``State`` (tested without
-/// sockets) behind a lock, and the signals that wake the tasks when it changes.
+/// sockets) behind a lock, changed only through ``update(_:)``, which wakes the tasks waiting for a change.
 final class HTTP2Session: Sendable {
     /// Rows to send again, rows claimed ahead, the in-flight count and the stream limit, and every transition the
     /// connection's events cause.
     struct State: Equatable {
         /// Sent before anything else: unanswered, a refreshed token, left from the last connection.
-        var retry: [QueuedNotification] = []
+        private(set) var retry: [QueuedNotification] = []
         /// Claimed ahead, waiting for a free stream.
-        var ready: [QueuedNotification] = []
-        var inFlight = 0
+        private(set) var ready: [QueuedNotification] = []
+        private(set) var inFlight = 0
         /// Streams used at once: 1 until the server's SETTINGS say more, never above ``ceiling``; halved when requests
         /// time out (the server answers slower than that many allow), grown back by what is answered.
-        var limit = 1
+        private(set) var limit = 1
         /// What the server allows (SETTINGS_MAX_CONCURRENT_STREAMS), capped by `push_window`.
-        var ceiling = 1
-        var answered = 0
+        private(set) var ceiling = 1
+        private(set) var answered = 0
         /// Still taking new work (false after GOAWAY, a lost connection or shutdown).
-        var open = true
+        private(set) var open = true
         /// Closed because it had no work for `apns_connection_idle` (an extra connection; no backoff, no alarm).
-        var closedIdle = false
+        private(set) var closedIdle = false
+
+        init(retry: [QueuedNotification] = []) { self.retry = retry }
+
+        /// Rows claimed for this connection.
+        mutating func claimed(_ rows: [QueuedNotification]) { ready += rows }
+
+        /// A row to send first (a refreshed provider token).
+        mutating func retryFirst(_ row: QueuedNotification) { retry.append(row) }
+
+        /// No new work: GOAWAY or shutdown. What is in flight is still answered.
+        mutating func stop() { open = false }
+
+        /// No work for `apns_connection_idle` on an extra connection: it closes, to open again on demand.
+        mutating func closeIdle() {
+            closedIdle = true
+            open = false
+        }
+
+        /// The connection ended; whether it was still taking work.
+        mutating func lost() -> Bool {
+            defer { open = false }
+            return open
+        }
 
         /// The next rows to write and marks them in flight: retries first, then claimed rows. Sent once an eighth of
         /// the streams allowed are free (or at once when nothing is in flight or retries wait), in pieces of at most
@@ -95,7 +118,7 @@ final class HTTP2Session: Sendable {
         var unsent: [QueuedNotification] { (retry + ready).sorted { $0.messageID < $1.messageID } }
     }
 
-    let state: NIOLockedValueBox<State>
+    private let state: NIOLockedValueBox<State>
     /// Any change (answers, sends, claims).
     let wake = QueueSignal()
     /// The session stopped taking new work (GOAWAY, connection lost, shutdown).
@@ -115,5 +138,8 @@ final class HTTP2Session: Sendable {
         return result
     }
 
-    var isOpen: Bool { state.withLockedValue { $0.open } }
+    /// Reads the state (no change, no wake-up).
+    func read<T>(_ body: (State) -> T) -> T { state.withLockedValue { body($0) } }
+
+    var isOpen: Bool { read(\.open) }
 }

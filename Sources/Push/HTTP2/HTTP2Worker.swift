@@ -67,7 +67,7 @@ struct HTTP2Worker: PushWorker {
             } catch {
                 logger.error("Cannot connect to \(connector.endpoint): \(GatewayError.describe(error))")
             }
-            let (unsent, answered, idle) = session.state.withLockedValue { ($0.unsent, $0.answered, $0.closedIdle) }
+            let (unsent, answered, idle) = session.read { ($0.unsent, $0.answered, $0.closedIdle) }
             carry = unsent
             if idle {
                 logger.info(
@@ -106,10 +106,11 @@ struct HTTP2Worker: PushWorker {
             let queueGeneration = signal.generation
             if shutdown.isRequested {
                 // Stop sending; what is claimed is given back after the answers in flight (below).
-                session.update { $0.open = false }
+                session.update { $0.stop() }
                 break
             }
-            let (batch, count, saturated, idle) = session.state.withLockedValue { state in
+            // Through update: taking rows from `ready` wakes the claimer to claim more.
+            let (batch, count, saturated, idle) = session.update { state in
                 (state.nextBatch(batchSize: settings.batchSize), state.inFlight, state.isSaturated, state.isIdle)
             }
             inFlight.set(count)
@@ -118,10 +119,7 @@ struct HTTP2Worker: PushWorker {
                 if !idle {
                     idleSince = nil
                 } else if let since = idleSince, since.duration(to: .now) >= settings.connectionIdle {
-                    session.update {
-                        $0.closedIdle = true
-                        $0.open = false
-                    }
+                    session.update { $0.closeIdle() }
                     break
                 } else if idleSince == nil {
                     idleSince = .now
@@ -144,7 +142,7 @@ struct HTTP2Worker: PushWorker {
         let deadline = ContinuousClock.now + settings.requestTimeout + .seconds(1)
         while ContinuousClock.now < deadline {
             let generation = session.wake.generation
-            if session.state.withLockedValue({ $0.inFlight }) <= 0 { break }
+            if session.read(\.inFlight) <= 0 { break }
             await session.wake.wait(after: generation, timeout: .milliseconds(100))
         }
         inFlight.set(0)
@@ -159,7 +157,7 @@ struct HTTP2Worker: PushWorker {
             let wakeGeneration = session.wake.generation
             let closingGeneration = session.closing.generation
             let queueGeneration = signal.generation
-            let (open, wanted) = session.state.withLockedValue { ($0.open, $0.wantsClaim(batchSize: settings.batchSize)) }
+            let (open, wanted) = session.read { ($0.open, $0.wantsClaim(batchSize: settings.batchSize)) }
             guard open else { return }
             if !wanted {
                 await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
@@ -173,7 +171,7 @@ struct HTTP2Worker: PushWorker {
                     await QueueSignal.wait(for: [(signal, queueGeneration), (session.closing, closingGeneration)], timeout: pollInterval)
                     continue
                 }
-                session.update { $0.ready += claimed }
+                session.update { $0.claimed(claimed) }
             } catch {
                 if databaseBackoff.failures == 0 {
                     logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
@@ -270,13 +268,10 @@ struct HTTP2Worker: PushWorker {
                 logger.debug("The server allows \(value) concurrent streams; sending up to \(limit) at once")
             case .goingAway:
                 // Streams up to the GOAWAY's last id are still answered; the writer waits for them, then hangs up.
-                logger.info("The server sent GOAWAY; reconnecting")
-                session.update { $0.open = false }
+                logger.info("The connection takes no new streams (GOAWAY, or its stream ids are used up); reconnecting")
+                session.update { $0.stop() }
             case .closed(let reason):
-                let (answered, open) = session.update { state -> (Int, Bool) in
-                    defer { state.open = false }
-                    return (state.answered, state.open)
-                }
+                let (answered, open) = session.update { ($0.answered, $0.lost()) }
                 if answered == 0 {
                     logger.error("Connection to \(connector.endpoint) failed: \(reason)")
                 } else if open {
@@ -328,7 +323,7 @@ struct HTTP2Worker: PushWorker {
         case .expiredToken:
             if (try? tokens?.expired(generation: request.tokenGeneration)) == true {
                 logger.notice("APNs called the provider token expired; made a new one and sending again", metadata: metadata)
-                session.update { $0.retry.append(notification) }
+                session.update { $0.retryFirst(notification) }
             } else {
                 logger.critical("APNs refuses even a fresh provider token (ExpiredProviderToken): is the clock right?", metadata: metadata)
                 outcomes.deferred(notification, delay: .seconds(60), status: "403", reason: reason)
