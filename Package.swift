@@ -14,6 +14,8 @@ let hummingbirdTLS = Target.Dependency.product(name: "HummingbirdTLS", package: 
 let hummingbirdCore = Target.Dependency.product(name: "HummingbirdCore", package: "hummingbird")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
+let coreMetrics = Target.Dependency.product(name: "CoreMetrics", package: "swift-metrics")
+let httpTypes = Target.Dependency.product(name: "HTTPTypes", package: "swift-http-types")
 let multipartKit = Target.Dependency.product(name: "MultipartKit", package: "multipart-kit")
 let nioConcurrencyHelpers = Target.Dependency.product(name: "NIOConcurrencyHelpers", package: "swift-nio")
 let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
@@ -54,6 +56,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // Libraries, lowest first (docs/ARCHITECTURE.md says what each may import).
@@ -62,9 +65,12 @@ let package = Package(
         .target(name: "CAllocator"),
         .target(
             name: "Observability",
-            dependencies: ["Support", "CAllocator", logging, metrics, prometheus, hummingbird, nioConcurrencyHelpers],
+            dependencies: ["Support", "CAllocator", logging, metrics, coreMetrics, prometheus, nioConcurrencyHelpers],
             swiftSettings: swiftSettings
         ),
+        // Hummingbird answers the servers share (plain text, the metrics exposition), apart from Observability so
+        // only the modules that serve HTTP link Hummingbird.
+        .target(name: "HTTPServing", dependencies: ["Observability", hummingbird, nioCore], swiftSettings: swiftSettings),
         .target(
             name: "Settings",
             dependencies: ["Support", "Observability", argumentParser, logging, nioSSL],
@@ -79,23 +85,26 @@ let package = Package(
         ),
         .target(
             name: "Storage",
-            dependencies: ["Support", "Settings", "APNs", postgres, logging, serviceLifecycle, nioCore, nioPosix, nioConcurrencyHelpers],
+            dependencies: [
+                "Support", "Settings", "APNs", postgres, logging, serviceLifecycle, nioCore, nioPosix, nioSSL, nioConcurrencyHelpers,
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "API",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "Storage", hummingbird, hummingbirdCore, hummingbirdTLS, nioSSL,
-                multipartKit, nioCore, nioHTTP1, nioHTTPTypesHTTP1,
-                postgres, logging, metrics, crypto,
+                "Support", "Settings", "Observability", "HTTPServing", "APNs", "Storage",
+                hummingbird, hummingbirdCore, hummingbirdTLS, httpTypes, nioSSL, multipartKit, nioCore, nioHTTP1, nioHTTPTypesHTTP1,
+                nioConcurrencyHelpers, postgres, logging, metrics, crypto, serviceLifecycle,
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "Push",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "Storage", hummingbird, postgres, serviceLifecycle, logging, metrics,
-                nioCore, nioPosix, nioSSL, nioHTTP2, nioHPACK, nioConcurrencyHelpers,
+                "Support", "Settings", "Observability", "HTTPServing", "APNs", "Storage",
+                hummingbird, postgres, serviceLifecycle, logging, metrics, nioCore, nioPosix, nioSSL, nioHTTP2, nioHPACK,
+                nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
         ),
@@ -107,7 +116,7 @@ let package = Package(
         .target(
             name: "Simulator",
             dependencies: [
-                "Support", "Settings", "APNs", hummingbird, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, crypto, serviceLifecycle,
+                "Support", "Settings", "APNs", hummingbird, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, crypto, serviceLifecycle,
                 logging, nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
@@ -115,29 +124,29 @@ let package = Package(
         // Executables: parse arguments, call a library.
         .executableTarget(
             name: "APIServer",
-            dependencies: ["API", "Settings", "Storage", "APNs", "Support", argumentParser, logging, postgres],
+            dependencies: ["API", "Settings", "Storage", "APNs", "Support", argumentParser, hummingbird, logging, postgres],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "PushDaemon",
-            dependencies: ["Push", "Settings", argumentParser, serviceLifecycle],
+            dependencies: ["Push", "Settings", argumentParser, logging, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "FeedbackJob",
-            dependencies: ["Feedback", "Settings", argumentParser, logging],
+            dependencies: ["Feedback", "Settings", "Support", argumentParser, logging],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "APNsSimulator",
-            dependencies: ["Simulator", "Settings", "Observability", "APNs", argumentParser],
+            dependencies: ["Simulator", "Settings", "Observability", "APNs", "Support", argumentParser, logging, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "Bench",
             dependencies: [
                 "Support", "Settings", "Observability", "APNs", "Storage", "Simulator", "Push", argumentParser, postgres, logging,
-                nioCore, nioPosix, nioHTTP1, nioSSL,
+                nioCore, nioPosix, nioHTTP1, nioSSL, nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
         ),
@@ -150,16 +159,16 @@ let package = Package(
             dependencies: ["Observability", "Settings", "Support", logging],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "SettingsTests", dependencies: ["Settings", "Support", nioSSL], swiftSettings: swiftSettings),
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "Support", logging, nioSSL], swiftSettings: swiftSettings),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, crypto],
+            dependencies: ["APNs", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, crypto],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Settings", postgres], swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",
-            dependencies: ["API", "Settings", "Storage", nioConcurrencyHelpers, nioCore, nioEmbedded, nioHTTP1],
+            dependencies: ["API", "APNs", "Settings", "Storage", "Support", nioConcurrencyHelpers, nioCore, nioEmbedded, nioHTTP1],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -172,7 +181,8 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "Support", "Settings", "Observability", "APNs", "Storage", "API", "APIServer", "Simulator", "Push", "Feedback",
-                .product(name: "HummingbirdTesting", package: "hummingbird"), postgres, nioCore, nioPosix, nioSSL, nioHTTP2,
+                .product(name: "HummingbirdTesting", package: "hummingbird"), hummingbird, httpTypes, logging, serviceLifecycle,
+                nioConcurrencyHelpers, postgres, nioCore, nioPosix, nioSSL, nioHTTP2,
             ],
             swiftSettings: swiftSettings
         ),

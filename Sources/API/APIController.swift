@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServing
 import HTTPTypes
 import Hummingbird
 import Logging

@@ -1,4 +1,5 @@
 import APNs
+import HTTPServing
 import Hummingbird
 import Logging
 import NIOCore
