@@ -144,21 +144,26 @@ import Testing
         }
     }
 
+    /// Members 1…`members` in room `big` (udids and tokens from their numbers).
+    static func bigRoom(_ api: APIHarness, members: Int) async throws {
+        try await TestDatabase.withConnection(api.url) { connection in
+            try await connection.query(
+                """
+                INSERT INTO active_users (udid, device_token, nickname, alert_name, secret_code)
+                SELECT lpad(to_hex(g), 40, '0'), lpad(to_hex(g + 100000), 64, '0'), 'm' || g, 'm' || g, 'big'
+                FROM generate_series(1, \(members)) g
+                """,
+                logger: TestDatabase.logger
+            )
+        }
+    }
+
     /// One address sending messages into a big room: the budget counts recipients; past it 429 and nothing queued.
     @Test func theFanOutBudgetCountsRecipientsAndRefusesPastIt() async throws {
         var limits = APILimits.unlimited
         limits.fanOutPerIP = 200  // 100 at once
         try await Self.run(limits) { api in
-            try await TestDatabase.withConnection(api.url) { connection in
-                try await connection.query(
-                    """
-                    INSERT INTO active_users (udid, device_token, nickname, alert_name, secret_code)
-                    SELECT lpad(to_hex(g), 40, '0'), lpad(to_hex(g + 100000), 64, '0'), 'm' || g, 'm' || g, 'big'
-                    FROM generate_series(1, 61) g
-                    """,
-                    logger: TestDatabase.logger
-                )
-            }
+            try await Self.bigRoom(api, members: 61)
             let first = try await api.postAlone("cmd=message&udid=\(String(repeating: "0", count: 39))1&text=one")
             #expect(first.status == 200)
             #expect(try await api.count("push_queue") == 60)
@@ -176,16 +181,7 @@ import Testing
         var limits = APILimits.unlimited
         limits.fanOutPerUDID = 200  // 100 at once per device
         try await Self.run(limits) { api in
-            try await TestDatabase.withConnection(api.url) { connection in
-                try await connection.query(
-                    """
-                    INSERT INTO active_users (udid, device_token, nickname, alert_name, secret_code)
-                    SELECT lpad(to_hex(g), 40, '0'), lpad(to_hex(g + 100000), 64, '0'), 'm' || g, 'm' || g, 'big'
-                    FROM generate_series(1, 61) g
-                    """,
-                    logger: TestDatabase.logger
-                )
-            }
+            try await Self.bigRoom(api, members: 61)
             let first = String(repeating: "0", count: 39) + "1"
             let neighbour = String(repeating: "0", count: 39) + "2"
             #expect(try await api.postAlone("cmd=message&udid=\(first)&text=one").status == 200)

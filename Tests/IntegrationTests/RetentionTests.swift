@@ -9,6 +9,16 @@ import Testing
 /// The hourly prune job's retention: old messages, users that never got a token, handled invalid-token reports;
 /// what is newer, or still pending, stays.
 @Suite struct RetentionTests {
+    /// `pushchat-api queue prune --older-than 7d`, as cron runs it; its output (it exited 0).
+    static func prune(_ url: DatabaseURL) throws -> Executable.Result {
+        let result = try Executable(name: "pushchat-api").run(
+            ["queue", "prune", "--older-than", "7d", "development"],
+            environment: ["PUSHCHAT_DATABASE_URL": url.connectionString, "PUSHCHAT_LOG_FILE": "-"]
+        )
+        #expect(result.status == 0, "\(result.standardError)")
+        return result
+    }
+
     @Test func thePruneJobDeletesWhatIsPastItsRetentionAndNothingElse() async throws {
         try await TestDatabase.withFreshDatabase { url in
             try await TestDatabase.withConnection(url) { connection in
@@ -33,11 +43,7 @@ import Testing
                     try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
                 }
             }
-            let result = try await Executable(name: "pushchat-api").run(
-                ["queue", "prune", "--older-than", "7d", "development"],
-                environment: ["PUSHCHAT_DATABASE_URL": url.connectionString, "PUSHCHAT_LOG_FILE": "-"]
-            )
-            #expect(result.status == 0, "\(result.standardError)")
+            let result = try Self.prune(url)
             #expect(
                 result.standardOutput.contains(
                     "retention: 1 messages older than 30d, 1 users without a token after 30d, 1 handled invalid-token reports older than 30d deleted"
@@ -85,11 +91,7 @@ import Testing
                     try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
                 }
             }
-            let result = try await Executable(name: "pushchat-api").run(
-                ["queue", "prune", "--older-than", "7d", "development"],
-                environment: ["PUSHCHAT_DATABASE_URL": url.connectionString, "PUSHCHAT_LOG_FILE": "-"]
-            )
-            #expect(result.status == 0, "\(result.standardError)")
+            let result = try Self.prune(url)
             #expect(
                 result.standardOutput.contains("2 provider notifications older than 7d and 1 idempotency keys past 24 h deleted"),
                 "\(result.standardOutput)"
