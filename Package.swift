@@ -3,7 +3,8 @@ import PackageDescription
 
 /// One settings list shared by every target: Swift 6 language mode and strict concurrency everywhere.
 let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny")
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
 // Products of the packages below, by the name the targets use.
@@ -30,6 +31,8 @@ let nioTLS = Target.Dependency.product(name: "NIOTLS", package: "swift-nio")
 let postgres = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio")
 let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
+let nioFoundationCompat = Target.Dependency.product(name: "NIOFoundationCompat", package: "swift-nio")
 
 let package = Package(
     name: "pushchat-server",
@@ -103,14 +106,14 @@ let package = Package(
             name: "Push",
             dependencies: [
                 "Support", "Settings", "Observability", "HTTPServing", "APNs", "Storage",
-                hummingbird, postgres, serviceLifecycle, logging, metrics, nioCore, nioPosix, nioSSL, nioHTTP2, nioHPACK,
+                hummingbird, postgres, serviceLifecycle, logging, metrics, coreMetrics, nioCore, nioPosix, nioSSL, nioHTTP2, nioHPACK,
                 nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "Feedback",
-            dependencies: ["Support", "Settings", "Observability", "APNs", "Storage", postgres, nioCore, nioSSL, logging],
+            dependencies: ["Support", "Settings", "Observability", "APNs", "Storage", postgres, nioCore, nioSSL, logging, coreMetrics],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -129,7 +132,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "PushDaemon",
-            dependencies: ["Push", "Settings", argumentParser, logging, serviceLifecycle],
+            dependencies: ["Push", "Settings", argumentParser, logging, serviceLifecycle, unixSignals],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -139,7 +142,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "APNsSimulator",
-            dependencies: ["Simulator", "Settings", "Observability", "APNs", "Support", argumentParser, logging, serviceLifecycle],
+            dependencies: [
+                "Simulator", "Settings", "Observability", "APNs", "Support", argumentParser, logging, serviceLifecycle, unixSignals,
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -151,7 +156,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // libFuzzer entry points for the parsers of untrusted bytes (scripts/fuzz.sh); a corpus replayer otherwise.
-        .executableTarget(name: "Fuzz", dependencies: ["API", "APNs", "Support", nioCore], swiftSettings: swiftSettings),
+        .executableTarget(name: "Fuzz", dependencies: ["API", "APNs", "Settings", "Support", nioCore], swiftSettings: swiftSettings),
         // Pure unit tests, one target per library; integration tests (PostgreSQL, sockets, executables) apart.
         .testTarget(name: "SupportTests", dependencies: ["Support"], swiftSettings: swiftSettings),
         .testTarget(
@@ -168,7 +173,10 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Settings", postgres], swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",
-            dependencies: ["API", "APNs", "Settings", "Storage", "Support", nioConcurrencyHelpers, nioCore, nioEmbedded, nioHTTP1],
+            dependencies: [
+                "API", "APNs", "Settings", "Storage", "Support", hummingbirdCore, httpTypes, nioConcurrencyHelpers, nioCore, nioEmbedded,
+                nioHTTP1,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -182,7 +190,7 @@ let package = Package(
             dependencies: [
                 "Support", "Settings", "Observability", "APNs", "Storage", "API", "APIServer", "Simulator", "Push", "Feedback",
                 .product(name: "HummingbirdTesting", package: "hummingbird"), hummingbird, httpTypes, logging, serviceLifecycle,
-                nioConcurrencyHelpers, postgres, nioCore, nioPosix, nioSSL, nioHTTP2,
+                nioConcurrencyHelpers, postgres, nioCore, nioFoundationCompat, nioPosix, nioSSL, nioHTTP2,
             ],
             swiftSettings: swiftSettings
         ),

@@ -7,6 +7,7 @@ import ServiceLifecycle
 import Settings
 import Simulator
 import Support
+import UnixSignals
 
 /// `pushchat-apns-sim`: a local stand-in for Apple's binary gateway and feedback service.
 @main

@@ -1,4 +1,5 @@
 import APNs
+import CoreMetrics
 import Foundation
 import Observability
 import Settings

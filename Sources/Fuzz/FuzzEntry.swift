@@ -2,6 +2,7 @@ import API
 import APNs
 import Foundation
 import NIOCore
+import Settings
 import Support
 
 /// libFuzzer entry points for every parser of untrusted bytes: the API's form bodies (urlencoded and multipart), the

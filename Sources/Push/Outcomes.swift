@@ -1,6 +1,8 @@
 import APNs
+import CoreMetrics
 import Foundation
 import Logging
+import Metrics
 import NIOConcurrencyHelpers
 import Observability
 import Settings

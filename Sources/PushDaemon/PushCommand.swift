@@ -3,6 +3,7 @@ import Logging
 import Push
 import ServiceLifecycle
 import Settings
+import UnixSignals
 
 /// `pushchat-push [development|production]`: the long-running sender (the tutorial's `push.php`).
 @main

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import NIOCore
 import Settings
 import Support
 

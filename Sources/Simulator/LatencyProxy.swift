@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import Support
 
 /// Apple's distance on loopback: a TCP forwarder in front of one of the simulator's ports that holds every byte
 /// `oneWay` in each direction before passing it on (RTT = 2 × `oneWay`), in order. The benchmark puts it between the

@@ -1,5 +1,6 @@
 import Logging
 import NIOConcurrencyHelpers
+import Support
 
 /// What the probe knows of the database, shared by every request: answered from memory, so a request while the
 /// database is away is refused at once instead of waiting out a deadline, and `/readyz` costs no query.

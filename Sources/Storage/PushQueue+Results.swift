@@ -1,4 +1,5 @@
 import PostgresNIO
+import Synchronization
 
 extension PushQueue {
     /// What a daemon learned about rows it holds, waiting to be recorded: sent, failed for good, given back,

@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTypes
+import HummingbirdCore
 import Testing
 
 @testable import API

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import NIOCore
 import PostgresNIO
 import Testing

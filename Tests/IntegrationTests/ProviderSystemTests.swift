@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import PostgresNIO
 import Testing
 
 @testable import API

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 import Testing
 
 @testable import API

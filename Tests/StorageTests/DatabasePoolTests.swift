@@ -1,3 +1,4 @@
+import PostgresNIO
 import Testing
 
 @testable import Settings

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HTTPTypes
 import Settings
 import Storage
 import Support
