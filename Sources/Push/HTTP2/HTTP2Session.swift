@@ -127,13 +127,17 @@ final class HTTP2Session: Sendable {
     init(carry: [QueuedNotification]) { state = NIOLockedValueBox(State(retry: carry)) }
 
     /// Changes the state and wakes whoever waits for it (and, when the session closes, whoever waits for that).
-    func update<T>(_ body: (inout State) -> T) -> T {
+    func update<T>(_ body: (inout State) -> T) -> T { update(body, wakesIf: { _ in true }) }
+
+    /// Changes the state and wakes the waiting tasks only when `wakes(result)`: the writer taking nothing must not
+    /// wake itself (its wait would end at once, and it would spin).
+    func update<T>(_ body: (inout State) -> T, wakesIf wakes: (T) -> Bool) -> T {
         let (result, closed) = state.withLockedValue { state in
             let wasOpen = state.open
             let result = body(&state)
             return (result, wasOpen && !state.open)
         }
-        wake.signal()
+        if closed || wakes(result) { wake.signal() }
         if closed { closing.signal() }
         return result
     }

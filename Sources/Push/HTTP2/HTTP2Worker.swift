@@ -109,10 +109,13 @@ struct HTTP2Worker: PushWorker {
                 session.update { $0.stop() }
                 break
             }
-            // Through update: taking rows from `ready` wakes the claimer to claim more.
-            let (batch, count, saturated, idle) = session.update { state in
-                (state.nextBatch(batchSize: settings.batchSize), state.inFlight, state.isSaturated, state.isIdle)
-            }
+            // Taking rows from `ready` wakes the claimer to claim more; taking none wakes nobody.
+            let (batch, count, saturated, idle) = session.update(
+                { state in
+                    (state.nextBatch(batchSize: settings.batchSize), state.inFlight, state.isSaturated, state.isIdle)
+                },
+                wakesIf: { !$0.0.isEmpty }
+            )
             inFlight.set(count)
             demand?.report(index, saturated: saturated)
             if isElastic {
