@@ -11,10 +11,10 @@ import Storage
 import Support
 
 /// Builds the API server from a configuration, so tests can run exactly what `pushchat-api serve` runs.
-public enum APIApplication {
+package enum APIApplication {
     /// - Parameter databaseTimeout: how long a request may wait for a pooled connection (nothing has reached the server
     ///   yet) before it is answered 503; once its statement is sent, the server's `statement_timeout` decides.
-    public static func build(
+    package static func build(
         configuration: Configuration,
         logger: Logger,
         databaseTimeout: Duration = .seconds(10),

@@ -7,7 +7,7 @@ import Support
 ///
 /// Validation follows the tutorial's server: fields are trimmed, the first problem found is reported with one of
 /// the fixed `X-Error-Description` texts, and nothing is written for a bad request.
-public enum APIRequest: Sendable, Equatable {
+package enum APIRequest: Sendable, Equatable {
     /// Join a room: replaces any earlier registration of the device.
     case join(udid: String, token: String, name: String, code: String)
     /// Leave the room.
@@ -20,14 +20,14 @@ public enum APIRequest: Sendable, Equatable {
     case fetch(udid: String, since: Int64)
 
     /// The token a device sends before it has one from APNs; it receives no notifications.
-    public static let noToken = "0"
+    package static let noToken = "0"
     /// Longest name or secret code, in UTF-8 bytes.
-    public static let maximumNameBytes = 255
+    package static let maximumNameBytes = 255
     /// Longest message text, in UTF-8 bytes.
-    public static let maximumTextBytes = 190
+    package static let maximumTextBytes = 190
 
     /// The command name, for logs.
-    public var command: String {
+    package var command: String {
         switch self {
         case .join: "join"
         case .leave: "leave"
@@ -38,14 +38,14 @@ public enum APIRequest: Sendable, Equatable {
     }
 
     /// The device the request is from.
-    public var udid: String {
+    package var udid: String {
         switch self {
         case .join(let udid, _, _, _), .leave(let udid), .update(let udid, _), .message(let udid, _), .fetch(let udid, _): udid
         }
     }
 
     /// Validates a submitted form.
-    public init(fields: FormFields) throws(APIRequestError) {
+    package init(fields: FormFields) throws(APIRequestError) {
         let command = fields["cmd"].map { String(decoding: FormValue.trimmed($0), as: UTF8.self) }
         switch command {
         case "join":
@@ -80,26 +80,26 @@ public enum APIRequest: Sendable, Equatable {
 }
 
 /// Why a request was refused: the exact text of the `X-Error-Description` header.
-public struct APIRequestError: PushChatError, Equatable {
-    public let description: String
+package struct APIRequestError: PushChatError, Equatable {
+    package let description: String
     /// The code is the wire text (`Missing udid`): the app and its forms match on it.
-    public var code: String { description }
-    public var reason: String { description }
+    package var code: String { description }
+    package var reason: String { description }
 
-    public static let unknownCommand = Self(description: "Unknown command")
-    public static let missingUdid = Self(description: "Missing udid")
-    public static let invalidUdid = Self(description: "Invalid udid")
+    package static let unknownCommand = Self(description: "Unknown command")
+    package static let missingUdid = Self(description: "Missing udid")
+    package static let invalidUdid = Self(description: "Invalid udid")
     /// The 2013 app's name for the udid field.
-    public static let missingUserID = Self(description: "Missing user_id")
-    public static let invalidUserID = Self(description: "Invalid user_id")
-    public static let missingToken = Self(description: "Missing device token")
-    public static let invalidToken = Self(description: "Invalid device token")
-    public static let missingName = Self(description: "Missing name")
-    public static let invalidName = Self(description: "Invalid name")
-    public static let missingCode = Self(description: "Missing code")
-    public static let invalidCode = Self(description: "Invalid code")
-    public static let missingText = Self(description: "Missing text")
-    public static let invalidText = Self(description: "Invalid text")
+    package static let missingUserID = Self(description: "Missing user_id")
+    package static let invalidUserID = Self(description: "Invalid user_id")
+    package static let missingToken = Self(description: "Missing device token")
+    package static let invalidToken = Self(description: "Invalid device token")
+    package static let missingName = Self(description: "Missing name")
+    package static let invalidName = Self(description: "Invalid name")
+    package static let missingCode = Self(description: "Missing code")
+    package static let invalidCode = Self(description: "Invalid code")
+    package static let missingText = Self(description: "Missing text")
+    package static let invalidText = Self(description: "Invalid text")
     /// `fetch` only: `since` is not a non-negative message id.
-    public static let invalidSince = Self(description: "Invalid since")
+    package static let invalidSince = Self(description: "Invalid since")
 }

@@ -2,9 +2,9 @@ import Hummingbird
 
 /// A refused command answers 400 with its reason in `X-Error-Description` and the body, as the tutorial's API did.
 extension APIRequestError: HTTPResponseError {
-    public var status: HTTPResponse.Status { .badRequest }
+    package var status: HTTPResponse.Status { .badRequest }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
+    package func response(from request: Request, context: some RequestContext) throws -> Response {
         APIController.error(status, description)
     }
 }

@@ -5,7 +5,7 @@ import Support
 extension FormFields {
     /// Parses an RFC 7578 `multipart/form-data` body with multipart-kit's parser. Parts without a `name` are
     /// skipped; a file part's content is its value; a body that stops before its closing delimiter is refused.
-    public static func multipart(_ body: ByteBuffer, boundary: String) throws(FormError) -> FormFields {
+    package static func multipart(_ body: ByteBuffer, boundary: String) throws(FormError) -> FormFields {
         // multipart-kit traps on an empty boundary; the caller has refused one already.
         guard !boundary.isEmpty else { throw .missingBoundary }
         let closing = Array("--\(boundary)--".utf8)

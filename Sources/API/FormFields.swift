@@ -8,17 +8,17 @@ import Support
 ///
 /// Reads `application/x-www-form-urlencoded` (also assumed when no content type is sent, as old clients do) and
 /// `multipart/form-data`. As with PHP's `$_POST`, a repeated field keeps its last value.
-public struct FormFields: Sendable, Equatable {
-    public var values: [String: [UInt8]]
+package struct FormFields: Sendable, Equatable {
+    package var values: [String: [UInt8]]
 
-    public init(_ values: [String: [UInt8]] = [:]) {
+    package init(_ values: [String: [UInt8]] = [:]) {
         self.values = values
     }
 
-    public subscript(name: String) -> [UInt8]? { values[name] }
+    package subscript(name: String) -> [UInt8]? { values[name] }
 
     /// Parses `body` according to `contentType`.
-    public static func parse(body: ByteBuffer, contentType: String?) throws(FormError) -> FormFields {
+    package static func parse(body: ByteBuffer, contentType: String?) throws(FormError) -> FormFields {
         let bytes = body.readableBytesView
         guard let contentType, !contentType.isEmpty else { return urlEncoded(bytes) }
         let mediaType = MediaType(contentType)
@@ -36,7 +36,7 @@ public struct FormFields: Sendable, Equatable {
     }
 
     /// `a=1&b=hello+world%21`: `+` is a space, `%XX` a byte; a `%` not followed by two hex digits stays as it is.
-    public static func urlEncoded<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> FormFields {
+    package static func urlEncoded<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> FormFields {
         var fields = FormFields()
         for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
@@ -75,15 +75,15 @@ public struct FormFields: Sendable, Equatable {
 }
 
 /// Why a form body could not be read.
-public struct FormError: PushChatError, Equatable {
-    public let description: String
+package struct FormError: PushChatError, Equatable {
+    package let description: String
     /// The code is the text of the 400/415 answer.
-    public var code: String { description }
-    public var reason: String { description }
+    package var code: String { description }
+    package var reason: String { description }
 
-    public static let unsupportedContentType = FormError(
+    package static let unsupportedContentType = FormError(
         description: "Unsupported content type: send application/x-www-form-urlencoded or multipart/form-data"
     )
-    public static let missingBoundary = FormError(description: "Malformed multipart body: no boundary in the content type")
-    public static let malformedMultipart = FormError(description: "Malformed multipart body")
+    package static let missingBoundary = FormError(description: "Malformed multipart body: no boundary in the content type")
+    package static let malformedMultipart = FormError(description: "Malformed multipart body")
 }

@@ -7,7 +7,7 @@ import Support
 /// Memory stays bounded however many keys pass by, and the work per call stays constant under a flood of new keys:
 /// keys are kept in the order they were last used, and each call looks at no more than two of the oldest, dropping
 /// those that have refilled (they behave like new ones) or, past `maximumKeys`, the least recently used.
-public final class RateLimiter: Sendable {
+package final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: ContinuousClock.Instant
@@ -24,23 +24,23 @@ public final class RateLimiter: Sendable {
     }
 
     /// Tokens per second regained; 0 turns the limiter off.
-    public let rate: Double
+    package let rate: Double
     /// Tokens available at once.
-    public let burst: Double
+    package let burst: Double
     private let maximumKeys: Int
     private let state = NIOLockedValueBox(State())
 
-    public init(rate: Double, burst: Double, maximumKeys: Int = 100_000) {
+    package init(rate: Double, burst: Double, maximumKeys: Int = 100_000) {
         self.rate = rate
         self.burst = max(1, burst)
         self.maximumKeys = maximumKeys
     }
 
-    public var isEnabled: Bool { rate > 0 }
+    package var isEnabled: Bool { rate > 0 }
 
     /// Takes `cost` tokens for `key`: `nil` when allowed (taken), else how long until that many are back (nothing
     /// taken). A cost above `burst` can never be paid at once: it waits as long as a full bucket would take.
-    public func take(_ key: String, cost: Double = 1, now: ContinuousClock.Instant = .now) -> Duration? {
+    package func take(_ key: String, cost: Double = 1, now: ContinuousClock.Instant = .now) -> Duration? {
         guard isEnabled else { return nil }
         return state.withLockedValue { state in
             var bucket = refilled(state.buckets[key], now: now)
@@ -55,7 +55,7 @@ public final class RateLimiter: Sendable {
     }
 
     /// Takes every whole token `key` has now (a reservation: give back what is not used with ``refund(_:_:now:)``).
-    public func takeAll(_ key: String, now: ContinuousClock.Instant = .now) -> Int {
+    package func takeAll(_ key: String, now: ContinuousClock.Instant = .now) -> Int {
         guard isEnabled else { return .max }
         return state.withLockedValue { state in
             var bucket = refilled(state.buckets[key], now: now)
@@ -67,7 +67,7 @@ public final class RateLimiter: Sendable {
     }
 
     /// How long until `key` holds `count` tokens again (zero when it does now).
-    public func wait(_ key: String, for count: Int, now: ContinuousClock.Instant = .now) -> Duration {
+    package func wait(_ key: String, for count: Int, now: ContinuousClock.Instant = .now) -> Duration {
         guard isEnabled else { return .zero }
         let tokens = state.withLockedValue { refilled($0.buckets[key], now: now).tokens }
         let missing = min(Double(count), burst) - tokens
@@ -75,7 +75,7 @@ public final class RateLimiter: Sendable {
     }
 
     /// Gives back `amount` tokens taken for `key` and not used (never above `burst`).
-    public func refund(_ key: String, _ amount: Double, now: ContinuousClock.Instant = .now) {
+    package func refund(_ key: String, _ amount: Double, now: ContinuousClock.Instant = .now) {
         guard isEnabled, amount > 0 else { return }
         state.withLockedValue { state in
             var bucket = refilled(state.buckets[key], now: now)

@@ -8,7 +8,7 @@ import Support
 extension APNsSettings {
     /// How the HTTP/2 client authenticates, checked at start: a token signer when a key file is set (then key id,
     /// team id and topic are required), else the certificate.
-    public func http2Authentication() throws -> HTTP2Authentication {
+    package func http2Authentication() throws -> HTTP2Authentication {
         func missing(_ key: ConfigurationKey, _ reason: String) -> ConfigurationError {
             ConfigurationError(code: .missingValue, key: key.environmentName, reason: reason)
         }
@@ -30,23 +30,23 @@ extension APNsSettings {
 
     /// When the client certificate the daemon authenticates with expires; `nil` with token authentication (a `.p8`
     /// key does not expire).
-    public func certificateExpiry() throws -> Date? {
+    package func certificateExpiry() throws -> Date? {
         if transport == .http2 && keyFile != nil { return nil }
         return try loadIdentity().notValidAfter
     }
 
     /// Loads the client identity.
-    public func loadIdentity() throws -> ClientIdentity {
+    package func loadIdentity() throws -> ClientIdentity {
         try ClientIdentity.load(path: requireCertificate(), passphrase: passphrase?.value)
     }
 
     /// The TLS context for APNs connections, built once per process: the identity, trusting `caFile` too.
-    public func clientTLSContext() throws -> NIOSSLContext {
+    package func clientTLSContext() throws -> NIOSSLContext {
         try GatewayTLS.clientContext(identity: loadIdentity(), caFile: caFile)
     }
 
     /// The TLS context for the HTTP/2 API: ALPN h2, the identity with certificate authentication.
-    public func http2TLSContext(_ authentication: HTTP2Authentication) throws -> NIOSSLContext {
+    package func http2TLSContext(_ authentication: HTTP2Authentication) throws -> NIOSSLContext {
         var identity: ClientIdentity?
         if case .certificate(let certificate, _) = authentication { identity = certificate }
         return try GatewayTLS.clientContext(identity: identity, caFile: caFile, alpn: ["h2"])

@@ -7,13 +7,13 @@ import Settings
 import Support
 
 /// Opens TLS connections to the binary gateway with the provider's client certificate.
-public struct BinaryConnector: Sendable {
-    public let endpoint: Endpoint
+package struct BinaryConnector: Sendable {
+    package let endpoint: Endpoint
     let tls: NIOSSLContext
     let group: any EventLoopGroup
     let timeout: Duration
 
-    public init(
+    package init(
         endpoint: Endpoint,
         tls: NIOSSLContext,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
@@ -27,7 +27,7 @@ public struct BinaryConnector: Sendable {
 
     /// Connects and completes the TLS handshake; a refused certificate throws ``GatewayError``.
     /// The alarm is raised, on the event loop, the moment the gateway sends anything or closes.
-    public func connect() async throws -> (NIOAsyncChannel<ByteBuffer, ByteBuffer>, GatewayAlarm) {
+    package func connect() async throws -> (NIOAsyncChannel<ByteBuffer, ByteBuffer>, GatewayAlarm) {
         let alarm = GatewayAlarm()
         let isAddress = (try? SocketAddress(ipAddress: endpoint.host, port: endpoint.port)) != nil
         let serverHostname = isAddress ? nil : endpoint.host

@@ -4,19 +4,19 @@ import Settings
 import Support
 
 /// Encodes claimed rows as command 2 frames.
-public struct BinaryEncoder: Sendable {
+package struct BinaryEncoder: Sendable {
     /// Seconds from now until APNs stops trying (0: deliver once, do not store).
-    public var expiry: UInt32
+    package var expiry: UInt32
     /// 10 (now) or 5 (power-considerate).
-    public var priority: UInt8
+    package var priority: UInt8
 
-    public init(expiry: UInt32, priority: UInt8) {
+    package init(expiry: UInt32, priority: UInt8) {
         self.expiry = expiry
         self.priority = priority
     }
 
     /// Appends the row's frame, or says why it can never be sent.
-    public func write(_ notification: QueuedNotification, into buffer: inout ByteBuffer, now: Date) -> UnsendableReason? {
+    package func write(_ notification: QueuedNotification, into buffer: inout ByteBuffer, now: Date) -> UnsendableReason? {
         let tokenUTF8 = notification.deviceToken.utf8
         guard tokenUTF8.count == DeviceToken.binaryLength * 2, let token = DeviceToken.bytes(hex: notification.deviceToken) else {
             return UnsendableReason(description: "device token is not \(DeviceToken.binaryLength * 2) hex digits")

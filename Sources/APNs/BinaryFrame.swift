@@ -3,20 +3,20 @@ import Settings
 import Support
 
 /// Writing binary frames, as the push daemon sends them.
-public enum BinaryFrame {
-    public static let tokenItem: UInt8 = 1
-    public static let payloadItem: UInt8 = 2
-    public static let identifierItem: UInt8 = 3
-    public static let expiryItem: UInt8 = 4
-    public static let priorityItem: UInt8 = 5
+package enum BinaryFrame {
+    package static let tokenItem: UInt8 = 1
+    package static let payloadItem: UInt8 = 2
+    package static let identifierItem: UInt8 = 3
+    package static let expiryItem: UInt8 = 4
+    package static let priorityItem: UInt8 = 5
 
     /// Bytes a command 2 frame takes for a payload of `payloadLength` bytes.
-    public static func frameSize(payloadLength: Int) -> Int {
+    package static func frameSize(payloadLength: Int) -> Int {
         1 + 4 + (3 + 32) + (3 + payloadLength) + (3 + 4) + (3 + 4) + (3 + 1)
     }
 
     /// Appends a command 2 frame with all five items. `token` must be 32 bytes.
-    public static func writeFrame<Token: Collection<UInt8>, Payload: Collection<UInt8>>(
+    package static func writeFrame<Token: Collection<UInt8>, Payload: Collection<UInt8>>(
         into buffer: inout ByteBuffer,
         token: Token,
         payload: Payload,
@@ -44,7 +44,7 @@ public enum BinaryFrame {
     }
 
     /// Appends a command 0 (simple) notification.
-    public static func writeSimple(into buffer: inout ByteBuffer, token: [UInt8], payload: [UInt8]) {
+    package static func writeSimple(into buffer: inout ByteBuffer, token: [UInt8], payload: [UInt8]) {
         buffer.writeInteger(BinaryNotification.Format.simple.rawValue)
         buffer.writeInteger(UInt16(token.count))
         buffer.writeBytes(token)
@@ -53,7 +53,7 @@ public enum BinaryFrame {
     }
 
     /// Appends a command 1 (enhanced) notification.
-    public static func writeEnhanced(into buffer: inout ByteBuffer, token: [UInt8], payload: [UInt8], identifier: UInt32, expiry: UInt32) {
+    package static func writeEnhanced(into buffer: inout ByteBuffer, token: [UInt8], payload: [UInt8], identifier: UInt32, expiry: UInt32) {
         buffer.writeInteger(BinaryNotification.Format.enhanced.rawValue)
         buffer.writeInteger(identifier)
         buffer.writeInteger(expiry)

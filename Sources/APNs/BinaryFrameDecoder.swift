@@ -6,11 +6,11 @@ import Support
 ///
 /// `decode` returns `nil` until a whole notification is buffered, and rejects a bad length as soon as it is read,
 /// so a garbage length never makes the caller buffer megabytes.
-public enum BinaryFrameDecoder {
+package enum BinaryFrameDecoder {
     /// The longest valid command 2 frame body: a maximal payload and every item.
-    public static let maximumFrameLength = BinaryFrame.frameSize(payloadLength: BinaryNotification.Format.frame.payloadLimit) - 5
+    package static let maximumFrameLength = BinaryFrame.frameSize(payloadLength: BinaryNotification.Format.frame.payloadLimit) - 5
 
-    public static func decode(_ buffer: inout ByteBuffer) throws(BinaryDecodingError) -> BinaryNotification? {
+    package static func decode(_ buffer: inout ByteBuffer) throws(BinaryDecodingError) -> BinaryNotification? {
         guard let command = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return nil }
         switch command {
         case BinaryNotification.Format.simple.rawValue:

@@ -6,17 +6,17 @@ import Support
 /// The provider's TLS identity for APNs: a certificate chain and its private key, loaded from the tutorial's
 /// `ck.pem` shape (certificate + passphrase-encrypted key, PKCS#8 or the older `Proc-Type: 4,ENCRYPTED` form),
 /// an unencrypted PEM, or PKCS#12 (`.p12`).
-public struct ClientIdentity: Sendable {
-    public let certificateChain: [NIOSSLCertificate]
-    public let privateKey: NIOSSLPrivateKey
+package struct ClientIdentity: Sendable {
+    package let certificateChain: [NIOSSLCertificate]
+    package let privateKey: NIOSSLPrivateKey
     /// The file it came from, for messages.
-    public let path: String
+    package let path: String
 
     /// When the certificate (the chain's first) stops being valid: Apple's provider certificates last a year.
-    public var notValidAfter: Date { Date(timeIntervalSince1970: TimeInterval(certificateChain[0].notValidAfter)) }
+    package var notValidAfter: Date { Date(timeIntervalSince1970: TimeInterval(certificateChain[0].notValidAfter)) }
 
     /// Loads `path`; a wrong passphrase or a file without a key throws a ``CertificateError`` naming the file.
-    public static func load(path: String, passphrase: String?) throws(CertificateError) -> ClientIdentity {
+    package static func load(path: String, passphrase: String?) throws(CertificateError) -> ClientIdentity {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CertificateError(code: .unreadableFile, path: path, reason: "cannot read the file")
         }

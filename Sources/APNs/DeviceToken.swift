@@ -2,12 +2,12 @@ import Settings
 import Support
 
 /// Hex ↔ bytes for APNs device tokens.
-public enum DeviceToken {
+package enum DeviceToken {
     /// The binary interface's token size.
-    public static let binaryLength = 32
+    package static let binaryLength = 32
 
     /// The bytes of an even-length hex string, or `nil` if it is not hex.
-    public static func bytes(hex: String) -> [UInt8]? {
+    package static func bytes(hex: String) -> [UInt8]? {
         let utf8 = Array(hex.utf8)
         guard utf8.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []
@@ -22,7 +22,7 @@ public enum DeviceToken {
     }
 
     /// Lower-case hex of `bytes`.
-    public static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+    package static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var utf8: [UInt8] = []
         for byte in bytes {
@@ -33,7 +33,7 @@ public enum DeviceToken {
     }
 
     /// The first and last few hex digits, for logs at info level (a full token identifies a device).
-    public static func redacted(_ hex: String) -> String {
+    package static func redacted(_ hex: String) -> String {
         guard hex.count > 12 else { return hex }
         return "\(hex.prefix(6))…\(hex.suffix(4))"
     }

@@ -3,14 +3,14 @@ import Settings
 import Support
 
 /// Bytes from the feedback service that are not tuples.
-public struct FeedbackDecodingError: PushChatError, Equatable {
-    public typealias Code = ErrorCode<FeedbackDecodingError>
-    public var code: Code { .malformedTuple }
-    public let reason: String
-    public let offset: Int
-    public var description: String { "malformed feedback data: \(reason)" }
+package struct FeedbackDecodingError: PushChatError, Equatable {
+    package typealias Code = ErrorCode<FeedbackDecodingError>
+    package var code: Code { .malformedTuple }
+    package let reason: String
+    package let offset: Int
+    package var description: String { "malformed feedback data: \(reason)" }
 }
 
 extension ErrorCode where Domain == FeedbackDecodingError {
-    public static let malformedTuple = Self("malformedTuple")
+    package static let malformedTuple = Self("malformedTuple")
 }

@@ -4,28 +4,28 @@ import Support
 
 /// One record of the binary feedback service: `timestamp u32 | token length u16 | token`.
 /// The timestamp (epoch seconds) is when APNs found the app gone from the device.
-public struct FeedbackTuple: Sendable, Equatable {
-    public var timestamp: UInt32
-    public var token: [UInt8]
+package struct FeedbackTuple: Sendable, Equatable {
+    package var timestamp: UInt32
+    package var token: [UInt8]
 
     /// Real tokens are 32 bytes; anything past this is garbage, not a token.
-    public static let maximumTokenLength = 100
+    package static let maximumTokenLength = 100
 
-    public init(timestamp: UInt32, token: [UInt8]) {
+    package init(timestamp: UInt32, token: [UInt8]) {
         self.timestamp = timestamp
         self.token = token
     }
 
-    public var tokenHex: String { DeviceToken.hex(token) }
+    package var tokenHex: String { DeviceToken.hex(token) }
 
-    public func write(into buffer: inout ByteBuffer) {
+    package func write(into buffer: inout ByteBuffer) {
         buffer.writeInteger(timestamp)
         buffer.writeInteger(UInt16(token.count))
         buffer.writeBytes(token)
     }
 
     /// Reads the next whole tuple; `nil` while incomplete. Throws when the length cannot be a token's.
-    public static func read(from buffer: inout ByteBuffer) throws(FeedbackDecodingError) -> FeedbackTuple? {
+    package static func read(from buffer: inout ByteBuffer) throws(FeedbackDecodingError) -> FeedbackTuple? {
         let start = buffer.readerIndex
         guard let timestamp = buffer.getInteger(at: start, as: UInt32.self),
             let length = buffer.getInteger(at: start + 4, as: UInt16.self)

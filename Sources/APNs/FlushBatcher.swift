@@ -9,20 +9,20 @@ import Support
 /// once reaches the server out of stream order, is answered out of order, and NIOHTTP2 then removes streams from the
 /// middle of its stream maps (shifting every later entry) on both ends. Flushing after every stream instead keeps
 /// them in order (closing the oldest is cheap), and this handler makes the batch one TLS write.
-public final class FlushBatcher: ChannelOutboundHandler, RemovableChannelHandler {
-    public typealias OutboundIn = IOData
-    public typealias OutboundOut = IOData
+package final class FlushBatcher: ChannelOutboundHandler, RemovableChannelHandler {
+    package typealias OutboundIn = IOData
+    package typealias OutboundOut = IOData
 
-    public init() {}
+    package init() {}
 
     private var context: ChannelHandlerContext?
     private var holding = false
     private var due = false
 
-    public func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    public func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+    package func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    package func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
-    public func flush(context: ChannelHandlerContext) {
+    package func flush(context: ChannelHandlerContext) {
         if holding {
             due = true
         } else {
@@ -32,10 +32,10 @@ public final class FlushBatcher: ChannelOutboundHandler, RemovableChannelHandler
 
     /// Holds flushes until ``release()``. Both within one synchronous call on the event loop (a hold kept across
     /// reads was seen to strand an answer when NIOHTTP2 delivered frames outside a read).
-    public func hold() { holding = true }
+    package func hold() { holding = true }
 
     /// Passes on one flush if any was held.
-    public func release() {
+    package func release() {
         holding = false
         if due, let context {
             due = false

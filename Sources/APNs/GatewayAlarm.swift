@@ -8,12 +8,12 @@ import Support
 
 /// Raised as soon as the gateway sends a byte or the connection ends. The binary gateway only ever speaks to report
 /// an error, so from then on nothing written may be counted as accepted until the error response is read.
-public final class GatewayAlarm: Sendable {
+package final class GatewayAlarm: Sendable {
     private let raised = NIOLockedValueBox(false)
 
-    public init() {}
+    package init() {}
 
-    public var isRaised: Bool { raised.withLockedValue { $0 } }
+    package var isRaised: Bool { raised.withLockedValue { $0 } }
 
     func raise() { raised.withLockedValue { $0 = true } }
 }

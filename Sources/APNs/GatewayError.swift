@@ -8,22 +8,22 @@ import Settings
 import Support
 
 /// Why the gateway could not be reached.
-public struct GatewayError: PushChatError {
-    public typealias Code = ErrorCode<GatewayError>
-    public let code: Code
-    public let endpoint: Endpoint
-    public let reason: String
+package struct GatewayError: PushChatError {
+    package typealias Code = ErrorCode<GatewayError>
+    package let code: Code
+    package let endpoint: Endpoint
+    package let reason: String
 
-    public init(code: Code = .connectionFailed, endpoint: Endpoint, reason: String) {
+    package init(code: Code = .connectionFailed, endpoint: Endpoint, reason: String) {
         self.code = code
         self.endpoint = endpoint
         self.reason = reason
     }
 
-    public var description: String { "cannot connect to \(endpoint): \(reason)" }
+    package var description: String { "cannot connect to \(endpoint): \(reason)" }
 
     /// A readable reason for a connection or TLS failure (refused client certificates are named as such).
-    public static func describe(_ error: any Error) -> String {
+    package static func describe(_ error: any Error) -> String {
         if let error = error as? NIOSSLError, case .handshakeFailed(let reason) = error {
             return "TLS handshake failed (is the certificate valid for this gateway and signed by the right CA?): \(reason)"
         }
@@ -45,5 +45,5 @@ public struct GatewayError: PushChatError {
 
 extension ErrorCode where Domain == GatewayError {
     /// TCP or TLS failed, or the handshake did not finish in time.
-    public static let connectionFailed = Self("connectionFailed")
+    package static let connectionFailed = Self("connectionFailed")
 }

@@ -3,10 +3,10 @@ import Settings
 import Support
 
 /// TLS contexts for connections to APNs (or the simulator), built once per process and reused.
-public enum GatewayTLS {
+package enum GatewayTLS {
     /// A client context presenting `identity`, trusting the system's roots plus `caFile` (the simulator's CA).
     /// With `alpn` ["h2"] for the HTTP/2 API (where the identity is optional: token authentication needs none).
-    public static func clientContext(
+    package static func clientContext(
         identity: ClientIdentity?,
         caFile: String?,
         alpn: [String] = []

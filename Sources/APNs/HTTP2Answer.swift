@@ -9,11 +9,11 @@ import Settings
 import Support
 
 /// A request and what the server said.
-public struct HTTP2Answer: Sendable {
-    public var request: HTTP2Request
-    public var result: HTTP2Result
+package struct HTTP2Answer: Sendable {
+    package var request: HTTP2Request
+    package var result: HTTP2Result
 
-    public init(request: HTTP2Request, result: HTTP2Result) {
+    package init(request: HTTP2Request, result: HTTP2Result) {
         self.request = request
         self.result = result
     }

@@ -2,11 +2,11 @@ import Settings
 import Support
 
 /// How the HTTP/2 client proves who it is.
-public enum HTTP2Authentication: Sendable {
+package enum HTTP2Authentication: Sendable {
     case token(ProviderTokenSigner, topic: String)
     case certificate(ClientIdentity, topic: String)
 
-    public var topic: String {
+    package var topic: String {
         switch self {
         case .token(_, let topic), .certificate(_, let topic): topic
         }

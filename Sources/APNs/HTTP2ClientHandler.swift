@@ -11,9 +11,9 @@ import Support
 /// Drives one HTTP/2 connection to APNs on its event loop: performs what its ``HTTP2StreamStateMachine`` decides
 /// (one stream per notification, a deadline on every stream, PING when idle, every request accounted for when the
 /// connection ends) and reports to the worker.
-public final class HTTP2ClientHandler: ChannelInboundHandler {
-    public typealias InboundIn = HTTP2Frame
-    public typealias OutboundOut = HTTP2Frame
+package final class HTTP2ClientHandler: ChannelInboundHandler {
+    package typealias InboundIn = HTTP2Frame
+    package typealias OutboundOut = HTTP2Frame
 
     let events: AsyncStream<HTTP2Event>.Continuation
     private var state: HTTP2StreamStateMachine
@@ -23,7 +23,7 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
 
     let batcher: FlushBatcher
 
-    public init(
+    package init(
         events: AsyncStream<HTTP2Event>.Continuation,
         batcher: FlushBatcher,
         requestTimeout: TimeAmount,
@@ -35,7 +35,7 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
         self.state = HTTP2StreamStateMachine(requestTimeout: requestTimeout, pingInterval: pingInterval, lastStreamID: lastStreamID)
     }
 
-    public func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
@@ -43,14 +43,14 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
         }
     }
 
-    public func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         finish("the connection handler was removed")
         self.context = nil
     }
 
     /// Writes the requests as new streams (on the event loop); false when the connection has ended (nothing was
     /// taken). After GOAWAY they come back unanswered.
-    public func send(_ requests: [HTTP2Request]) -> Bool {
+    package func send(_ requests: [HTTP2Request]) -> Bool {
         guard let context else { return false }
         switch state.send(requests, now: .now()) {
         case .refused:
@@ -83,7 +83,7 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
         }
     }
 
-    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         state.read(now: .now())
         switch frame.payload {
@@ -111,17 +111,17 @@ public final class HTTP2ClientHandler: ChannelInboundHandler {
         }
     }
 
-    public func channelReadComplete(context: ChannelHandlerContext) {
+    package func channelReadComplete(context: ChannelHandlerContext) {
         report()
         context.fireChannelReadComplete()
     }
 
-    public func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         finish("the connection closed")
         context.fireChannelInactive()
     }
 
-    public func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let streamID = HTTP2StreamErrors.stream(of: error) {
             // One stream's trouble (NIOHTTP2 reset it): that request is sent again, the other streams carry on.
             if let request = state.reset(streamID) { report(.unanswered([request], "stream error: \(error)")) }

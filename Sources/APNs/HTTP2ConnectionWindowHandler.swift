@@ -8,18 +8,18 @@ import Support
 /// NIOHTTP2 sends WINDOW_UPDATE for the connection only through its stream multiplexer. Without one, a peer stops
 /// sending DATA after 65,535 bytes on the connection (about a thousand small notifications) and every later stream
 /// waits for its deadline. Put this handler right after `NIOHTTP2Handler`.
-public final class HTTP2ConnectionWindowHandler: ChannelInboundHandler, RemovableChannelHandler {
-    public typealias InboundIn = HTTP2Frame
-    public typealias InboundOut = HTTP2Frame
-    public typealias OutboundOut = HTTP2Frame
+package final class HTTP2ConnectionWindowHandler: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTP2Frame
+    package typealias InboundOut = HTTP2Frame
+    package typealias OutboundOut = HTTP2Frame
 
     let window: HTTP2ConnectionWindow
 
-    public init(window: HTTP2ConnectionWindow = HTTP2ConnectionWindow()) {
+    package init(window: HTTP2ConnectionWindow = HTTP2ConnectionWindow()) {
         self.window = window
     }
 
-    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let update = event as? NIOHTTP2WindowUpdatedEvent, update.streamID == .rootStream,
             let remaining = update.inboundWindowSize, let increment = window.increment(remaining: remaining)
         {

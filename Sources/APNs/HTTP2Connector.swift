@@ -9,22 +9,22 @@ import Settings
 import Support
 
 /// Opens HTTP/2 connections to APNs (TLS with ALPN h2).
-public struct HTTP2Connector: Sendable {
-    public let endpoint: Endpoint
+package struct HTTP2Connector: Sendable {
+    package let endpoint: Endpoint
     let tls: NIOSSLContext
     let group: any EventLoopGroup
     let requestTimeout: Duration
 
-    public init(endpoint: Endpoint, tls: NIOSSLContext, group: any EventLoopGroup, requestTimeout: Duration) {
+    package init(endpoint: Endpoint, tls: NIOSSLContext, group: any EventLoopGroup, requestTimeout: Duration) {
         self.endpoint = endpoint
         self.tls = tls
         self.group = group
         self.requestTimeout = requestTimeout
     }
 
-    public var authority: String { endpoint.port == 443 ? endpoint.host : "\(endpoint.host):\(endpoint.port)" }
+    package var authority: String { endpoint.port == 443 ? endpoint.host : "\(endpoint.host):\(endpoint.port)" }
 
-    public func connect() async throws -> (any Channel, NIOLoopBound<HTTP2ClientHandler>, AsyncStream<HTTP2Event>) {
+    package func connect() async throws -> (any Channel, NIOLoopBound<HTTP2ClientHandler>, AsyncStream<HTTP2Event>) {
         let (events, continuation) = AsyncStream.makeStream(of: HTTP2Event.self)
         let timeout = TimeAmount.nanoseconds(requestTimeout.nanoseconds)
         let host = endpoint.host

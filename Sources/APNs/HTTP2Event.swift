@@ -9,7 +9,7 @@ import Settings
 import Support
 
 /// What an HTTP/2 connection reports to its worker.
-public enum HTTP2Event: Sendable {
+package enum HTTP2Event: Sendable {
     /// Answers that arrived in one read from the socket, in order.
     case answered([HTTP2Answer])
     /// Written but not answered (timeout, reset, GOAWAY, connection lost): safe to send again.

@@ -3,18 +3,18 @@ import Settings
 import Support
 
 /// The HTTP/2 provider API's request for one queued row: path and headers (without `authorization`).
-public struct HTTP2Notification: Sendable, Equatable {
-    public let path: String
-    public let headers: [(String, String)]
-    public let apnsID: UUID
+package struct HTTP2Notification: Sendable, Equatable {
+    package let path: String
+    package let headers: [(String, String)]
+    package let apnsID: UUID
 
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.path == rhs.path && lhs.apnsID == rhs.apnsID && lhs.headers.map { "\($0.0)=\($0.1)" } == rhs.headers.map { "\($0.0)=\($0.1)" }
     }
 
     /// The request for `notification`; row values win over the daemon's defaults. Throws when the row can never be
     /// sent on this path.
-    public init(
+    package init(
         _ notification: QueuedNotification,
         topic: String,
         defaultPriority: Int,
@@ -56,7 +56,7 @@ public struct HTTP2Notification: Sendable, Equatable {
 
     /// The `apns-id` of a row: the same UUID on every attempt, so APNs and logs recognise a retry. Version 8
     /// (custom) UUID: "PushChat" in the first 6 bytes, the message id in the last 8.
-    public static func apnsID(messageID: Int64) -> UUID {
+    package static func apnsID(messageID: Int64) -> UUID {
         let id = UInt64(bitPattern: messageID)
         var bytes: [UInt8] = Array("PushCh".utf8) + [0x80, 0x00]
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: id >> UInt64(shift))) }

@@ -9,15 +9,15 @@ import Settings
 import Support
 
 /// One request to send on an HTTP/2 connection.
-public struct HTTP2Request: Sendable {
-    public var notification: QueuedNotification
+package struct HTTP2Request: Sendable {
+    package var notification: QueuedNotification
     /// The whole header block as written: pseudo-headers first (see ``headerBlock(_:authority:bearer:)``).
-    public var headers: HPACKHeaders
-    public var body: ByteBuffer
+    package var headers: HPACKHeaders
+    package var body: ByteBuffer
     /// The provider token's generation (0 with certificate authentication).
-    public var tokenGeneration: Int
+    package var tokenGeneration: Int
 
-    public init(notification: QueuedNotification, headers: HPACKHeaders, body: ByteBuffer, tokenGeneration: Int) {
+    package init(notification: QueuedNotification, headers: HPACKHeaders, body: ByteBuffer, tokenGeneration: Int) {
         self.notification = notification
         self.headers = headers
         self.body = body
@@ -31,7 +31,7 @@ public struct HTTP2Request: Sendable {
 
     /// The header block of `notification`'s request: `:method`, `:scheme`, `:path`, `:authority`, the apns headers,
     /// and `authorization` when a provider token is given.
-    public static func headerBlock(_ notification: HTTP2Notification, authority: String, bearer: String?) -> HPACKHeaders {
+    package static func headerBlock(_ notification: HTTP2Notification, authority: String, bearer: String?) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(notification.headers.count + 5)
         headers.add(name: ":method", value: "POST")

@@ -3,20 +3,20 @@ import Settings
 import Support
 
 /// What APNs answered on one stream, and what the daemon does about it.
-public struct HTTP2Result: Sendable, Equatable {
-    public let status: Int
-    public let reason: String?
+package struct HTTP2Result: Sendable, Equatable {
+    package let status: Int
+    package let reason: String?
     /// With 410: when APNs learned the token is no longer valid.
-    public let timestamp: Date?
+    package let timestamp: Date?
 
-    public init(status: Int, reason: String?, timestamp: Date?) {
+    package init(status: Int, reason: String?, timestamp: Date?) {
         self.status = status
         self.reason = reason
         self.timestamp = timestamp
     }
 
     /// Parses the JSON body `{"reason":"…","timestamp":1700000000000}` (empty on 200).
-    public init(status: Int, body: [UInt8]) {
+    package init(status: Int, body: [UInt8]) {
         var reason: String?
         var timestamp: Date?
         if !body.isEmpty, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
@@ -28,7 +28,7 @@ public struct HTTP2Result: Sendable, Equatable {
         self.init(status: status, reason: reason, timestamp: timestamp)
     }
 
-    public enum Verdict: Sendable, Equatable {
+    package enum Verdict: Sendable, Equatable {
         case sent
         /// 410: Apple says to stop sending to this token. Failed, and the token recorded for the feedback job with
         /// Apple's timestamp (`since`; nil: the database's clock).
@@ -47,7 +47,7 @@ public struct HTTP2Result: Sendable, Equatable {
     }
 
     /// Apple's documented handling of each answer.
-    public var verdict: Verdict {
+    package var verdict: Verdict {
         switch (status, reason ?? "") {
         case (200, _): .sent
         case (410, _): .unregistered(since: timestamp)
@@ -60,5 +60,5 @@ public struct HTTP2Result: Sendable, Equatable {
     }
 
     /// `410 Unregistered`, as stored in `last_status`.
-    public var statusText: String { reason.map { "\(status) \($0)" } ?? "\(status)" }
+    package var statusText: String { reason.map { "\(status) \($0)" } ?? "\(status)" }
 }

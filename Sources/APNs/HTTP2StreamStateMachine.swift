@@ -8,7 +8,7 @@ import NIOHTTP2
 ///
 /// Every request that goes in comes out exactly once: answered, or unanswered (reset, timed out, refused by
 /// GOAWAY, the connection ended, stream ids used up) — never lost, never twice.
-public struct HTTP2StreamStateMachine {
+package struct HTTP2StreamStateMachine {
     struct Stream {
         var request: HTTP2Request
         var deadline: NIODeadline
@@ -18,7 +18,7 @@ public struct HTTP2StreamStateMachine {
 
     /// The highest stream id the connection may use (client streams are odd, at most 2^31 − 1). Past it, the
     /// connection takes no new streams: it is retired and the worker opens another.
-    public static let defaultLastStreamID = Int(Int32.max)
+    package static let defaultLastStreamID = Int(Int32.max)
 
     private var streams: [HTTP2StreamID: Stream] = [:]
     private var nextStreamID = 1
@@ -30,7 +30,7 @@ public struct HTTP2StreamStateMachine {
     let requestTimeout: TimeAmount
     let pingInterval: TimeAmount
 
-    public init(
+    package init(
         requestTimeout: TimeAmount,
         pingInterval: TimeAmount = .seconds(30),
         lastStreamID: Int = Self.defaultLastStreamID,
@@ -44,11 +44,11 @@ public struct HTTP2StreamStateMachine {
     }
 
     /// Requests waiting for an answer.
-    public var inFlight: Int { streams.count }
+    package var inFlight: Int { streams.count }
 
     // MARK: Sending
 
-    public enum SendAction {
+    package enum SendAction {
         /// The connection has ended: nothing was taken (the caller keeps the requests).
         case refused
         /// Write each request on its stream; `unanswered` come back at once (GOAWAY received, or stream ids used up);
@@ -56,7 +56,7 @@ public struct HTTP2StreamStateMachine {
         case write([(HTTP2StreamID, HTTP2Request)], unanswered: [HTTP2Request], reason: String, retired: Bool)
     }
 
-    public mutating func send(_ requests: [HTTP2Request], now: NIODeadline) -> SendAction {
+    package mutating func send(_ requests: [HTTP2Request], now: NIODeadline) -> SendAction {
         guard !finished else { return .refused }
         guard !goingAway else { return .write([], unanswered: requests, reason: "the connection is going away", retired: false) }
         let deadline = now + requestTimeout
@@ -76,27 +76,27 @@ public struct HTTP2StreamStateMachine {
     }
 
     /// A stream's write failed (it never reached the server): its request, if it was still waiting.
-    public mutating func writeFailed(_ streamID: HTTP2StreamID) -> HTTP2Request? {
+    package mutating func writeFailed(_ streamID: HTTP2StreamID) -> HTTP2Request? {
         streams.removeValue(forKey: streamID)?.request
     }
 
     // MARK: Reading
 
     /// Any frame arrived: the connection is alive.
-    public mutating func read(now: NIODeadline) { lastRead = now }
+    package mutating func read(now: NIODeadline) { lastRead = now }
 
     /// A stream's HEADERS: its status; the answer when the stream ended with them.
-    public mutating func headers(_ streamID: HTTP2StreamID, status: Int?, endStream: Bool) -> HTTP2Answer? {
+    package mutating func headers(_ streamID: HTTP2StreamID, status: Int?, endStream: Bool) -> HTTP2Answer? {
         if let status { streams[streamID]?.status = status }
         return endStream ? complete(streamID) : nil
     }
 
     /// The most bytes of one answer's body kept (Apple's are `{"reason":"…","timestamp":…}`): what a peer sends past
     /// it is dropped, not kept (a 10 MB answer per stream would hold a window's worth of them in memory).
-    public static let maxAnswerBody = 4096
+    package static let maxAnswerBody = 4096
 
     /// A stream's DATA; the answer when the stream ended with it.
-    public mutating func data(_ streamID: HTTP2StreamID, _ bytes: ByteBufferView, endStream: Bool) -> HTTP2Answer? {
+    package mutating func data(_ streamID: HTTP2StreamID, _ bytes: ByteBufferView, endStream: Bool) -> HTTP2Answer? {
         if streams[streamID] != nil {
             let room = Self.maxAnswerBody - streams[streamID]!.body.count
             if room > 0 { streams[streamID]!.body += bytes.prefix(room) }
@@ -110,33 +110,33 @@ public struct HTTP2StreamStateMachine {
     }
 
     /// RST_STREAM from the server, or a stream error NIOHTTP2 raised: the request, to send again.
-    public mutating func reset(_ streamID: HTTP2StreamID) -> HTTP2Request? {
+    package mutating func reset(_ streamID: HTTP2StreamID) -> HTTP2Request? {
         streams.removeValue(forKey: streamID)?.request
     }
 
     /// GOAWAY: streams above `lastStreamID` were not processed (safe to send again); the rest are still answered.
-    public mutating func goAway(lastStreamID: HTTP2StreamID) -> [HTTP2Request] {
+    package mutating func goAway(lastStreamID: HTTP2StreamID) -> [HTTP2Request] {
         goingAway = true
         let refused = streams.keys.filter { $0 > lastStreamID }.sorted()
         return refused.compactMap { streams.removeValue(forKey: $0)?.request }
     }
 
     /// The PING we sent was answered.
-    public mutating func pingAnswered() { pingSentAt = nil }
+    package mutating func pingAnswered() { pingSentAt = nil }
 
     // MARK: Time
 
-    public struct TickAction {
+    package struct TickAction {
         /// Streams past their deadline: reset them and send their requests again.
-        public var expired: [(HTTP2StreamID, HTTP2Request)] = []
+        package var expired: [(HTTP2StreamID, HTTP2Request)] = []
         /// Send a PING (the connection has been quiet for the ping interval).
-        public var ping = false
+        package var ping = false
         /// Close the connection: the server did not answer a PING.
-        public var close: String?
+        package var close: String?
     }
 
     /// Every tick of the handler's timer: deadlines, and the PING that tells a quiet connection from a dead one.
-    public mutating func tick(now: NIODeadline) -> TickAction {
+    package mutating func tick(now: NIODeadline) -> TickAction {
         var action = TickAction()
         guard !finished else { return action }
         let expired = streams.filter { $0.value.deadline <= now }.keys.sorted()
@@ -154,7 +154,7 @@ public struct HTTP2StreamStateMachine {
 
     /// The connection ended (closed, failed, handler removed): every request still waiting, once; nil when it had
     /// already ended.
-    public mutating func finish() -> [HTTP2Request]? {
+    package mutating func finish() -> [HTTP2Request]? {
         guard !finished else { return nil }
         finished = true
         let requests = streams.keys.sorted().compactMap { streams[$0]?.request }

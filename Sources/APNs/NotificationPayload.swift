@@ -3,17 +3,17 @@ import Support
 
 /// A provider notification's payload: Apple's `aps` dictionary, checked, and the sender's own top-level keys beside
 /// it (Server Density's `"server": {…}`), serialized as `{"aps":{…},…}` in the order the sender wrote them.
-public struct NotificationPayload: Sendable, Equatable {
+package struct NotificationPayload: Sendable, Equatable {
     /// The JSON text queued and sent.
-    public let json: String
+    package let json: String
     /// `aps.badge`, when set.
-    public let badge: Int?
+    package let badge: Int?
     /// `aps` holds `content-available` and nothing a user sees (no alert, badge or sound): a silent background push.
-    public let isSilent: Bool
+    package let isSilent: Bool
 
     /// Checks `aps` (an object with something to deliver; each key Apple defines of the type Apple says) and `data`
     /// (an object without `aps`), and builds the payload.
-    public init(aps: JSON, data: JSON?) throws(PayloadError) {
+    package init(aps: JSON, data: JSON?) throws(PayloadError) {
         guard let members = aps.members else { throw PayloadError("aps", "aps must be an object, not \(aps.kind)") }
         var badge: Int?
         for member in members {
@@ -43,7 +43,7 @@ public struct NotificationPayload: Sendable, Equatable {
 
     /// The largest payload, in bytes, the daemon's interface and the push type allow: 2,048 over the binary
     /// interface; over HTTP/2 4,096, or 5,120 for VoIP.
-    public static func maximumBytes(transport: APNsTransport, pushType: PushType) -> Int {
+    package static func maximumBytes(transport: APNsTransport, pushType: PushType) -> Int {
         switch transport {
         case .binary: BinaryNotification.Format.frame.payloadLimit
         case .http2: pushType.payloadLimit
@@ -134,19 +134,19 @@ public struct NotificationPayload: Sendable, Equatable {
 }
 
 /// A payload refused: which field (`aps.badge`, `data`) and why.
-public struct PayloadError: PushChatError, Equatable {
-    public typealias Code = ErrorCode<PayloadError>
-    public var code: Code { .invalidPayload }
-    public let field: String
-    public let reason: String
-    public var description: String { reason }
+package struct PayloadError: PushChatError, Equatable {
+    package typealias Code = ErrorCode<PayloadError>
+    package var code: Code { .invalidPayload }
+    package let field: String
+    package let reason: String
+    package var description: String { reason }
 
-    public init(_ field: String, _ reason: String) {
+    package init(_ field: String, _ reason: String) {
         self.field = field
         self.reason = reason
     }
 }
 
 extension ErrorCode where Domain == PayloadError {
-    public static let invalidPayload = Self("invalid_payload")
+    package static let invalidPayload = Self("invalid_payload")
 }

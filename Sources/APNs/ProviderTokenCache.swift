@@ -6,8 +6,8 @@ import Support
 
 /// The token a daemon presents: made once and reused, replaced after `refreshAfter` (Apple refuses tokens older
 /// than an hour and answers 429 TooManyProviderTokenUpdates to tokens replaced more often than every 20 minutes).
-public final class ProviderTokenCache: Sendable {
-    public static let allowedRefresh: ClosedRange<TimeInterval> = 20 * 60...60 * 60
+package final class ProviderTokenCache: Sendable {
+    package static let allowedRefresh: ClosedRange<TimeInterval> = 20 * 60...60 * 60
 
     private struct State {
         var token: String?
@@ -22,13 +22,13 @@ public final class ProviderTokenCache: Sendable {
     let refreshAfter: TimeInterval
     private let state = NIOLockedValueBox(State())
 
-    public init(signer: ProviderTokenSigner, refreshAfter: TimeInterval = 50 * 60) {
+    package init(signer: ProviderTokenSigner, refreshAfter: TimeInterval = 50 * 60) {
         self.signer = signer
         self.refreshAfter = min(max(refreshAfter, Self.allowedRefresh.lowerBound), Self.allowedRefresh.upperBound)
     }
 
     /// The current token, made anew when it is `refreshAfter` old.
-    public func current(now: Date = Date()) throws -> (token: String, generation: Int) {
+    package func current(now: Date = Date()) throws -> (token: String, generation: Int) {
         try state.withLockedValue { state in
             if let token = state.token, now.timeIntervalSince(state.issuedAt) < refreshAfter {
                 return (token, state.generation)
@@ -39,7 +39,7 @@ public final class ProviderTokenCache: Sendable {
 
     /// APNs called token `generation` expired: replace it once (true); false when it was replaced already
     /// because of an expiry and the new one is refused too (a clock or key problem: refreshing again would not help).
-    public func expired(generation: Int, now: Date = Date()) throws -> Bool {
+    package func expired(generation: Int, now: Date = Date()) throws -> Bool {
         try state.withLockedValue { state in
             guard generation == state.generation else { return true }  // already replaced
             if state.refreshedAfterExpiry { return false }
@@ -50,13 +50,13 @@ public final class ProviderTokenCache: Sendable {
     }
 
     /// A notification went through with token `generation`: a later expiry may refresh again.
-    public func accepted(generation: Int) {
+    package func accepted(generation: Int) {
         state.withLockedValue { state in
             if generation == state.generation { state.refreshedAfterExpiry = false }
         }
     }
 
-    public var generation: Int { state.withLockedValue { $0.generation } }
+    package var generation: Int { state.withLockedValue { $0.generation } }
 
     private static func renew(_ state: inout State, signer: ProviderTokenSigner, now: Date) throws -> (token: String, generation: Int) {
         let token = try signer.token(issuedAt: now)

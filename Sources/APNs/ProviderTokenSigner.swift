@@ -7,19 +7,19 @@ import Support
 /// Token-based authentication for the HTTP/2 API: an ES256 JWT signed with the team's `.p8` key.
 ///
 /// Header `{"alg":"ES256","kid":KEY_ID}`, claims `{"iss":TEAM_ID,"iat":SECONDS}`; base64url without padding.
-public struct ProviderTokenSigner: Sendable {
-    public let keyID: String
-    public let teamID: String
+package struct ProviderTokenSigner: Sendable {
+    package let keyID: String
+    package let teamID: String
     let key: P256.Signing.PrivateKey
 
-    public init(keyID: String, teamID: String, key: P256.Signing.PrivateKey) {
+    package init(keyID: String, teamID: String, key: P256.Signing.PrivateKey) {
         self.keyID = keyID
         self.teamID = teamID
         self.key = key
     }
 
     /// Reads the `.p8` file (PKCS#8 PEM of an EC P-256 key).
-    public init(keyFile: String, keyID: String, teamID: String) throws(CertificateError) {
+    package init(keyFile: String, keyID: String, teamID: String) throws(CertificateError) {
         let pem: String
         do {
             pem = try String(contentsOfFile: keyFile, encoding: .utf8)
@@ -38,7 +38,7 @@ public struct ProviderTokenSigner: Sendable {
     }
 
     /// A token issued at `issuedAt`.
-    public func token(issuedAt: Date) throws -> String {
+    package func token(issuedAt: Date) throws -> String {
         let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
         let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(Int64(issuedAt.timeIntervalSince1970))}"#.utf8))
         let signingInput = header + "." + claims

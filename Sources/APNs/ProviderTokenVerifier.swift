@@ -5,27 +5,27 @@ import Settings
 import Support
 
 /// Checks provider tokens as APNs does (the simulator's side).
-public struct ProviderTokenVerifier: Sendable {
-    public let keyID: String
-    public let teamID: String
+package struct ProviderTokenVerifier: Sendable {
+    package let keyID: String
+    package let teamID: String
     let key: P256.Signing.PublicKey
     /// Tokens older than this are expired. Apple: one hour.
-    public var maxAge: TimeInterval = 3600
+    package var maxAge: TimeInterval = 3600
 
-    public init(keyID: String, teamID: String, publicKeyPEM: String) throws {
+    package init(keyID: String, teamID: String, publicKeyPEM: String) throws {
         self.keyID = keyID
         self.teamID = teamID
         self.key = try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
     }
 
     /// nil when valid; else Apple's reason (`InvalidProviderToken`, `ExpiredProviderToken`).
-    public func check(_ token: String, now: Date = Date()) -> String? {
+    package func check(_ token: String, now: Date = Date()) -> String? {
         guard let issuedAt = issuedAt(of: token) else { return "InvalidProviderToken" }
         return check(issuedAt: issuedAt, now: now)
     }
 
     /// The token's `iat` when it is an ES256 JWT for this key and team with a good signature; else nil.
-    public func issuedAt(of token: String) -> Double? {
+    package func issuedAt(of token: String) -> Double? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
             let headerBytes = Base64URL.decode(String(parts[0])),
@@ -42,7 +42,7 @@ public struct ProviderTokenVerifier: Sendable {
     }
 
     /// The age check alone, for a token whose signature was verified before: nil or `ExpiredProviderToken`.
-    public func check(issuedAt: Double, now: Date = Date()) -> String? {
+    package func check(issuedAt: Double, now: Date = Date()) -> String? {
         now.timeIntervalSince1970 - issuedAt > maxAge ? "ExpiredProviderToken" : nil
     }
 }

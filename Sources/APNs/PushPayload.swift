@@ -6,52 +6,52 @@ import Support
 /// The JSON-escaped name is cut to 20 bytes and the escaped text to 190, so the payload always fits the binary
 /// interface's 256 bytes. Cuts fall between characters, never inside a multi-byte character or an escape sequence,
 /// so the result is always valid JSON. Non-ASCII text stays UTF-8 (no `\u` escapes), which keeps more of it.
-public enum PushPayload {
+package enum PushPayload {
     /// Most bytes the escaped sender name takes.
-    public static let maximumNameBytes = 20
+    package static let maximumNameBytes = 20
     /// Most bytes the escaped message text takes.
-    public static let maximumTextBytes = 190
+    package static let maximumTextBytes = 190
     /// The binary interface's limit for commands 0 and 1, which every chat payload respects.
-    public static let maximumPayloadBytes = 256
+    package static let maximumPayloadBytes = 256
 
     /// What comes before the escaped alert text.
-    public static let prefix = #"{"aps":{"alert":""#
+    package static let prefix = #"{"aps":{"alert":""#
     /// What comes after it.
-    public static let suffix = #"","sound":"default"}}"#
+    package static let suffix = #"","sound":"default"}}"#
 
     /// A chat message's payload around its sender's name: `head` + alert name + `tail`. The one place a chat payload
     /// is built: the API binds `head` and `tail` into the message statement, which puts each sender's stored
     /// `alert_name` (``alertName(_:)``, escaped at join) between them, in the same statement that fans it out.
-    public struct Chat: Sendable, Equatable {
-        public let head: String
-        public let tail: String
+    package struct Chat: Sendable, Equatable {
+        package let head: String
+        package let tail: String
 
-        public init(text: String) {
+        package init(text: String) {
             head = PushPayload.prefix
             tail = ": " + PushPayload.alertText(text) + PushPayload.suffix
         }
 
         /// The payload for a sender whose stored alert name is `alertName`.
-        public func payload(alertName: String) -> String { head + alertName + tail }
+        package func payload(alertName: String) -> String { head + alertName + tail }
     }
 
     /// The notification payload for `text` sent by `name`.
-    public static func chat(name: String, text: String) -> String {
+    package static func chat(name: String, text: String) -> String {
         Chat(text: text).payload(alertName: alertName(name))
     }
 
     /// `{"aps":{"alert":MESSAGE,"sound":"default"}}`: a chat payload without a sender (`queue test`, as the
     /// tutorial's `push_test.php`).
-    public static func alert(_ message: String) -> String { prefix + alertText(message) + suffix }
+    package static func alert(_ message: String) -> String { prefix + alertText(message) + suffix }
 
     /// The sender's name as it appears in the payload: escaped, at most 20 bytes.
-    public static func alertName(_ name: String) -> String { escaped(name, limit: maximumNameBytes) }
+    package static func alertName(_ name: String) -> String { escaped(name, limit: maximumNameBytes) }
 
     /// The message text as it appears in the payload: escaped, at most 190 bytes.
-    public static func alertText(_ text: String) -> String { escaped(text, limit: maximumTextBytes) }
+    package static func alertText(_ text: String) -> String { escaped(text, limit: maximumTextBytes) }
 
     /// `text` as the inside of a JSON string, cut at a character boundary to at most `limit` bytes.
-    public static func escaped(_ text: String, limit: Int) -> String {
+    package static func escaped(_ text: String, limit: Int) -> String {
         var result = ""
         var used = 0
         for character in text {

@@ -1,5 +1,5 @@
 /// Apple's `apns-push-type` values, each with the topic suffix and payload limit Apple documents for it.
-public enum PushType: String, CaseIterable, Sendable {
+package enum PushType: String, CaseIterable, Sendable {
     case alert
     case background
     case voip
@@ -13,16 +13,16 @@ public enum PushType: String, CaseIterable, Sendable {
     case controls
 
     /// What a row that names no push type is sent as.
-    public static let `default` = PushType.alert
+    package static let `default` = PushType.alert
 
     /// Largest payload over HTTP/2, in bytes: 5,120 for VoIP, 4,096 for the rest.
-    public var payloadLimit: Int { self == .voip ? 5120 : 4096 }
+    package var payloadLimit: Int { self == .voip ? 5120 : 4096 }
 
     /// Apple refuses priority 10 for a background push (`content-available` alone).
-    public var allowsImmediatePriority: Bool { self != .background }
+    package var allowsImmediatePriority: Bool { self != .background }
 
     /// What Apple expects after the bundle id in `apns-topic`.
-    public var topicSuffix: String {
+    package var topicSuffix: String {
         switch self {
         case .voip: ".voip"
         case .complication: ".complication"
@@ -35,21 +35,21 @@ public enum PushType: String, CaseIterable, Sendable {
     }
 
     /// The topic for this push type when the row names none: the app's bundle id with ``topicSuffix`` (once).
-    public func topic(bundleID: String) -> String {
+    package func topic(bundleID: String) -> String {
         topicSuffix.isEmpty || bundleID.hasSuffix(topicSuffix) ? bundleID : bundleID + topicSuffix
     }
 
     /// Every value, sorted, for error messages.
-    public static var names: String { allCases.map(\.rawValue).sorted().joined(separator: ", ") }
+    package static var names: String { allCases.map(\.rawValue).sorted().joined(separator: ", ") }
 }
 
 /// `apns-priority`: 10 sends at once, 5 when it suits the device's power, 1 (HTTP/2 only) when it wakes the device
 /// for nothing else.
-public enum PushPriority: Int, CaseIterable, Sendable {
+package enum PushPriority: Int, CaseIterable, Sendable {
     case immediate = 10
     case considerate = 5
     case low = 1
 
     /// The binary interface knows 10 and 5 only.
-    public var isBinary: Bool { self != .low }
+    package var isBinary: Bool { self != .low }
 }

@@ -4,15 +4,15 @@ import Settings
 import Support
 
 /// A `push_queue` row claimed for sending.
-public struct QueuedNotification: Sendable, Equatable {
-    public let messageID: Int64
-    public let deviceToken: String
-    public let payload: String
+package struct QueuedNotification: Sendable, Equatable {
+    package let messageID: Int64
+    package let deviceToken: String
+    package let payload: String
     /// When it was queued: rows without their own expiration expire `apns_expiry` seconds after this, the same
     /// instant on every attempt.
-    public let queuedAt: Date?
+    package let queuedAt: Date?
     /// Times this daemon retried it after a processing error (binary status 1 or 255).
-    public var retries = 0
+    package var retries = 0
     /// What few rows set, behind one reference (nil for most): a binary window holds `push_window` of these, so
     /// each inline byte counts.
     private let options: Options?
@@ -40,15 +40,15 @@ public struct QueuedNotification: Sendable, Equatable {
     }
 
     /// The row's own priority and expiration, when set (else the daemon's defaults).
-    public var priority: Int? { options?.priority }
-    public var expiration: Date? { options?.expiration }
+    package var priority: Int? { options?.priority }
+    package var expiration: Date? { options?.expiration }
     /// HTTP/2 only: the row's `apns-collapse-id` and `apns-push-type` (default `alert`).
-    public var collapseID: String? { options?.collapseID }
-    public var pushType: String? { options?.pushType }
+    package var collapseID: String? { options?.collapseID }
+    package var pushType: String? { options?.pushType }
     /// HTTP/2 only: the row's `apns-topic` (default: the daemon's `apns_topic`, suffixed as the push type needs).
-    public var topic: String? { options?.topic }
+    package var topic: String? { options?.topic }
 
-    public init(
+    package init(
         messageID: Int64,
         deviceToken: String,
         payload: String,
@@ -71,18 +71,18 @@ public struct QueuedNotification: Sendable, Equatable {
 
     /// The expiry APNs gets, in epoch seconds (0: deliver once, do not store): the row's own `expiration`, else
     /// `defaultExpiry` seconds after it was queued (after `now` for a row that does not say when).
-    public func expiry(defaultExpiry: UInt32, now: Date) -> Int64 {
+    package func expiry(defaultExpiry: UInt32, now: Date) -> Int64 {
         if let expiration { return max(0, Int64(expiration.timeIntervalSince1970)) }
         guard defaultExpiry > 0 else { return 0 }
         return Int64((queuedAt ?? now).timeIntervalSince1970) + Int64(defaultExpiry)
     }
 
     /// Past its expiry: APNs would not deliver it any more, so it is failed as expired instead of sent (again).
-    public func isExpired(defaultExpiry: UInt32, now: Date) -> Bool {
+    package func isExpired(defaultExpiry: UInt32, now: Date) -> Bool {
         let expiry = expiry(defaultExpiry: defaultExpiry, now: now)
         return expiry > 0 && Double(expiry) < now.timeIntervalSince1970
     }
 
     /// The binary notification identifier: the message id's low 32 bits (unique within any in-flight window).
-    public var wireIdentifier: UInt32 { UInt32(truncatingIfNeeded: messageID) }
+    package var wireIdentifier: UInt32 { UInt32(truncatingIfNeeded: messageID) }
 }

@@ -9,44 +9,44 @@ import Support
 /// before `id` was processed, `id` itself failed (unless the status is 10, shutdown, where `id` was the last
 /// accepted), and everything after it was discarded and must be sent again. A connection that drops without an
 /// error response leaves the whole window to be sent again (the only source of duplicates).
-public struct SentWindow<Item>: Sendable where Item: Sendable {
-    public struct Entry: Sendable {
-        public let item: Item
-        public let identifier: UInt32
-        public let writtenAt: ContinuousClock.Instant
+package struct SentWindow<Item>: Sendable where Item: Sendable {
+    package struct Entry: Sendable {
+        package let item: Item
+        package let identifier: UInt32
+        package let writtenAt: ContinuousClock.Instant
     }
 
     /// How an error response settles the window.
-    public struct Resolution: Sendable {
+    package struct Resolution: Sendable {
         /// Processed before the failed one: sent.
-        public var accepted: [Item] = []
+        package var accepted: [Item] = []
         /// The notification the status is about (`nil` for shutdown, or an identifier not in the window).
-        public var failed: Item?
+        package var failed: Item?
         /// Discarded by the gateway: send again on a new connection.
-        public var resend: [Item] = []
+        package var resend: [Item] = []
     }
 
-    public let capacity: Int
+    package let capacity: Int
     /// Oldest first. A ring: a settled entry (and the row it holds) is released as it leaves, not kept until the
     /// array is compacted.
     private var entries = CircularBuffer<Entry>()
 
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = capacity
     }
 
-    public var count: Int { entries.count }
-    public var isEmpty: Bool { entries.isEmpty }
-    public var freeSpace: Int { max(0, capacity - count) }
+    package var count: Int { entries.count }
+    package var isEmpty: Bool { entries.isEmpty }
+    package var freeSpace: Int { max(0, capacity - count) }
     /// When the oldest entry was written.
-    public var oldestWrite: ContinuousClock.Instant? { entries.first?.writtenAt }
+    package var oldestWrite: ContinuousClock.Instant? { entries.first?.writtenAt }
 
-    public mutating func append(_ item: Item, identifier: UInt32, writtenAt: ContinuousClock.Instant) {
+    package mutating func append(_ item: Item, identifier: UInt32, writtenAt: ContinuousClock.Instant) {
         entries.append(Entry(item: item, identifier: identifier, writtenAt: writtenAt))
     }
 
     /// Moves the write time of the newest `count` entries to `instant` (their write finished only then).
-    public mutating func restampLast(_ count: Int, at instant: ContinuousClock.Instant) {
+    package mutating func restampLast(_ count: Int, at instant: ContinuousClock.Instant) {
         var index = entries.index(entries.endIndex, offsetBy: -min(count, entries.count))
         while index != entries.endIndex {
             entries[index] = Entry(item: entries[index].item, identifier: entries[index].identifier, writtenAt: instant)
@@ -55,7 +55,7 @@ public struct SentWindow<Item>: Sendable where Item: Sendable {
     }
 
     /// Removes and returns the entries written at or before `instant`, oldest first: accepted.
-    public mutating func removeSettled(writtenBefore instant: ContinuousClock.Instant) -> [Item] {
+    package mutating func removeSettled(writtenBefore instant: ContinuousClock.Instant) -> [Item] {
         var settled: [Item] = []
         while let first = entries.first, first.writtenAt <= instant {
             settled.append(entries.removeFirst().item)
@@ -64,7 +64,7 @@ public struct SentWindow<Item>: Sendable where Item: Sendable {
     }
 
     /// Settles the whole window according to an error response.
-    public mutating func resolve(_ response: BinaryErrorResponse) -> Resolution {
+    package mutating func resolve(_ response: BinaryErrorResponse) -> Resolution {
         defer { entries.removeAll(keepingCapacity: true) }
         var resolution = Resolution()
         guard let index = entries.lastIndex(where: { $0.identifier == response.identifier }) else {
@@ -83,11 +83,11 @@ public struct SentWindow<Item>: Sendable where Item: Sendable {
     }
 
     /// Empties the window, returning everything in it (the connection dropped: send again).
-    public mutating func removeAllItems() -> [Item] {
+    package mutating func removeAllItems() -> [Item] {
         let items = entries.map(\.item)
         entries.removeAll(keepingCapacity: true)
         return items
     }
 
-    public var items: [Item] { entries.map(\.item) }
+    package var items: [Item] { entries.map(\.item) }
 }

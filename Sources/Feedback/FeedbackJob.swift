@@ -12,7 +12,7 @@ import Support
 ///
 /// With the HTTP/2 transport there is no feedback service (Apple retired it with the binary interface): APNs answers
 /// 410 per notification instead, the push daemon records those tokens, and the job handles only those reports.
-public struct FeedbackJob: Sendable {
+package struct FeedbackJob: Sendable {
     let configuration: Configuration
     /// For the feedback service; nil: do not read it.
     let tls: NIOSSLContext?
@@ -23,7 +23,7 @@ public struct FeedbackJob: Sendable {
     var maxTuples = 1_000_000
     let logger: Logger
 
-    public init(
+    package init(
         configuration: Configuration,
         tls: NIOSSLContext?,
         timeout: Duration = .seconds(60),
@@ -39,12 +39,12 @@ public struct FeedbackJob: Sendable {
 
     /// The job for `configuration`'s transport: binary reads the feedback service (with the provider certificate),
     /// HTTP/2 does not (and needs no certificate).
-    public init(configuration: Configuration, timeout: Duration = .seconds(60), force: Bool = false, logger: Logger) throws {
+    package init(configuration: Configuration, timeout: Duration = .seconds(60), force: Bool = false, logger: Logger) throws {
         let tls = configuration.apns.transport == .binary ? try configuration.apns.clientTLSContext() : nil
         self.init(configuration: configuration, tls: tls, timeout: timeout, force: force, logger: logger)
     }
 
-    public func run() async throws -> FeedbackReport {
+    package func run() async throws -> FeedbackReport {
         // The first connection checks the database is there and tells whether a pooler stands in between.
         let session: DatabaseSession
         do {

@@ -12,11 +12,11 @@ import Glibc
 
 /// The feedback job runs from cron and cannot be scraped, so it leaves its figures in a file in the Prometheus
 /// text format (for node_exporter's textfile collector, or any scraper that reads files).
-public enum FeedbackMetrics {
+package enum FeedbackMetrics {
     /// The exposition of one run: `pushchat_feedback_tuples_read`, `…_users_deleted`, `…_users_kept`,
     /// `…_invalid_tokens_processed`, `…_truncated_bytes`, `…_success` (1 or 0), `…_duration_seconds` and
     /// `…_last_run_timestamp_seconds`.
-    public static func exposition(report: FeedbackReport?, duration: Duration, finishedAt: Date) -> [UInt8] {
+    package static func exposition(report: FeedbackReport?, duration: Duration, finishedAt: Date) -> [UInt8] {
         let metrics = MetricsRegistry()
         let succeeded = report != nil
         let report = report ?? FeedbackReport()
@@ -36,7 +36,7 @@ public enum FeedbackMetrics {
 
     /// Writes the exposition to `path` atomically (a scraper never reads half a file), readable by everyone: the
     /// units run with `UMask=0027`, and node_exporter reads the file as another user.
-    public static func write(_ exposition: [UInt8], to path: String) throws {
+    package static func write(_ exposition: [UInt8], to path: String) throws {
         let temporary = path + ".tmp"
         try Data(exposition).write(to: URL(fileURLWithPath: temporary))
         do {

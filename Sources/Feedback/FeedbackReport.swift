@@ -1,30 +1,30 @@
 import Support
 
 /// What one run of the feedback job did: the one-line summary operators see in cron mail and the log.
-public struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
+package struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
     /// False with the HTTP/2 transport: there is no feedback service, only the push daemon's reports.
-    public var serviceRead = true
+    package var serviceRead = true
     /// Tuples read from the feedback service.
-    public var tuplesRead = 0
+    package var tuplesRead = 0
     /// Bytes at the end of the stream that did not make a whole tuple (the service closed mid-tuple).
-    public var truncatedBytes = 0
+    package var truncatedBytes = 0
     /// The service closed without TLS close_notify (its whole tuples were processed).
-    public var uncleanShutdown = false
+    package var uncleanShutdown = false
     /// Users deleted because of the feedback service.
-    public var deletedByFeedback = 0
+    package var deletedByFeedback = 0
     /// Users kept although the feedback service named their token: they registered it again afterwards.
-    public var keptByFeedback = 0
+    package var keptByFeedback = 0
     /// Reports of invalid tokens recorded by the push daemon (binary status 8, HTTP/2 410/400) handled in this run.
-    public var invalidTokensProcessed = 0
-    public var deletedByInvalidTokens = 0
-    public var keptByInvalidTokens = 0
+    package var invalidTokensProcessed = 0
+    package var deletedByInvalidTokens = 0
+    package var keptByInvalidTokens = 0
 
-    public init() {}
+    package init() {}
 
-    public var usersDeleted: Int { deletedByFeedback + deletedByInvalidTokens }
-    public var usersKept: Int { keptByFeedback + keptByInvalidTokens }
+    package var usersDeleted: Int { deletedByFeedback + deletedByInvalidTokens }
+    package var usersKept: Int { keptByFeedback + keptByInvalidTokens }
 
-    public var description: String {
+    package var description: String {
         guard serviceRead else {
             return "Feedback: no feedback service (HTTP/2), \(usersDeleted) users deleted, \(usersKept) kept because re-registered"
                 + " (invalid tokens from the push daemon: \(invalidTokensProcessed) processed)"
@@ -40,24 +40,24 @@ public struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why a run failed; the job exits non-zero with this one line.
-public struct FeedbackError: PushChatError {
-    public typealias Code = ErrorCode<FeedbackError>
-    public let code: Code
-    public let reason: String
-    public init(code: Code, reason: String) {
+package struct FeedbackError: PushChatError {
+    package typealias Code = ErrorCode<FeedbackError>
+    package let code: Code
+    package let reason: String
+    package init(code: Code, reason: String) {
         self.code = code
         self.reason = reason
     }
-    public var description: String { reason }
+    package var description: String { reason }
 }
 
 extension ErrorCode where Domain == FeedbackError {
     /// The database could not be reached or failed (nothing is lost: reports stay pending).
-    public static let database = Self("database")
+    package static let database = Self("database")
     /// The feedback service could not be reached, failed TLS, or sent no tuples in time.
-    public static let service = Self("service")
+    package static let service = Self("service")
     /// The feedback service sent bytes that are not tuples.
-    public static let malformedData = Self("malformedData")
+    package static let malformedData = Self("malformedData")
     /// More deletions than `feedback_max_prune` allows, without `--force`.
-    public static let tooManyDeletions = Self("tooManyDeletions")
+    package static let tooManyDeletions = Self("tooManyDeletions")
 }

@@ -8,20 +8,20 @@ import Storage
 import Support
 
 /// What one connection to the feedback service delivered.
-public struct FeedbackRead: Sendable, Equatable {
+package struct FeedbackRead: Sendable, Equatable {
     /// Every whole tuple.
-    public var tuples: [FeedbackTuple] = []
+    package var tuples: [FeedbackTuple] = []
     /// The service sent more than the cap: reading stopped there.
-    public var capped = false
+    package var capped = false
     /// Bytes at the end that did not make a whole tuple (not processed).
-    public var truncatedBytes = 0
+    package var truncatedBytes = 0
     /// The service closed the TCP connection without TLS close_notify. Apple's service closed cleanly; an
     /// independent implementation does not. The whole tuples before it are as good as any.
-    public var uncleanShutdown = false
+    package var uncleanShutdown = false
 }
 
 /// Reads every tuple the binary feedback service sends, until it closes the connection.
-public struct FeedbackServiceClient: Sendable {
+package struct FeedbackServiceClient: Sendable {
     let connector: BinaryConnector
     /// The whole read must finish within this time: a service that never closes must not hang cron.
     let timeout: Duration
@@ -30,14 +30,14 @@ public struct FeedbackServiceClient: Sendable {
     /// read, far fewer): past it the connection is closed and the rest left for the next run.
     let maxTuples: Int
 
-    public init(connector: BinaryConnector, timeout: Duration, maxTuples: Int = 1_000_000) {
+    package init(connector: BinaryConnector, timeout: Duration, maxTuples: Int = 1_000_000) {
         self.connector = connector
         self.timeout = timeout
         self.maxTuples = maxTuples
     }
 
     /// The tuples, and how many bytes of an incomplete last tuple were dropped.
-    public func readAll() async throws -> FeedbackRead {
+    package func readAll() async throws -> FeedbackRead {
         let (channel, _) = try await connector.connect()
         let endpoint = connector.endpoint
         let timeout = self.timeout

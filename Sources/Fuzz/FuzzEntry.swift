@@ -57,7 +57,7 @@ enum FuzzTarget: String, CaseIterable {
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+package func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     FuzzTarget.selected.run(UnsafeRawBufferPointer(start: data, count: size))
     return 0
 }

@@ -4,14 +4,14 @@ import Observability
 
 extension Response {
     /// A `text/plain` answer: `text` and a newline (health checks, short errors).
-    public static func text(_ status: HTTPResponse.Status, _ text: String, headers: HTTPFields = [:]) -> Response {
+    package static func text(_ status: HTTPResponse.Status, _ text: String, headers: HTTPFields = [:]) -> Response {
         var fields = headers
         fields[.contentType] = "text/plain; charset=utf-8"
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: text + "\n")))
     }
 
     /// The Prometheus text exposition of `registry`, for `GET /metrics`.
-    public static func metrics(_ registry: MetricsRegistry) -> Response {
+    package static func metrics(_ registry: MetricsRegistry) -> Response {
         Response(
             status: .ok,
             headers: [.contentType: MetricsRegistry.contentType],

@@ -13,7 +13,7 @@ import Darwin
 
 /// A swift-log handler writing one line per message to standard output and, optionally, an append-only log file:
 /// `2026-11-21T09:40:00.123Z info pushchat-api: Connection OK push.message_id=42`.
-public struct LineLogHandler: LogHandler {
+package struct LineLogHandler: LogHandler {
     /// The output shared by every logger of the process.
     final class Sink: Sendable {
         let descriptors: [Int32]
@@ -38,9 +38,9 @@ public struct LineLogHandler: LogHandler {
     let label: String
     let sink: Sink
     let format: LogFormat
-    public var logLevel: Logger.Level
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+    package var logLevel: Logger.Level
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
 
     init(label: String, sink: Sink, level: Logger.Level, format: LogFormat = .text) {
         self.label = label
@@ -49,12 +49,12 @@ public struct LineLogHandler: LogHandler {
         self.format = format
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         sink.write(format == .json ? jsonLine(event) : textLine(event))
     }
 

@@ -7,9 +7,9 @@ import Glibc
 #endif
 
 /// Process-wide logging: standard output plus the configured log file, at the configured level.
-public enum LogSetup {
+package enum LogSetup {
     /// Opens the log file (creating its folder) and bootstraps swift-log. Call once, from an executable.
-    public static func bootstrap(
+    package static func bootstrap(
         label: String,
         level: Logger.Level,
         file: String?,
@@ -41,7 +41,7 @@ public enum LogSetup {
 }
 
 /// How log lines look.
-public enum LogFormat: String, Sendable {
+package enum LogFormat: String, Sendable {
     /// `2026-11-21T09:40:00.123Z info pushchat-push: Connection OK key=value`
     case text
     /// `{"time":"2026-11-21T09:40:00.123Z","level":"info","label":"pushchat-push","message":"Connection OK","key":"value"}`

@@ -10,12 +10,12 @@ import Support
 /// Names are written in the OpenTelemetry style (`pushchat.push.sent`) and exported with dots turned into
 /// underscores (`pushchat_push_sent`), since the Prometheus text format allows no dots. Every component gets its
 /// registry passed in (no global bootstrap), so several servers in one test process never mix their figures.
-public final class MetricsRegistry: Sendable {
-    public let registry: PrometheusCollectorRegistry
-    public let factory: PrometheusMetricsFactory
+package final class MetricsRegistry: Sendable {
+    package let registry: PrometheusCollectorRegistry
+    package let factory: PrometheusMetricsFactory
     private let counters = NIOLockedValueBox([String: CoreMetrics.Counter]())
 
-    public init() {
+    package init() {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.nameAndLabelSanitizer = { name, labels in (Self.exportedName(name), labels) }
@@ -29,12 +29,12 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// `pushchat.push.sent` → `pushchat_push_sent`.
-    public static func exportedName(_ name: String) -> String {
+    package static func exportedName(_ name: String) -> String {
         String(name.map { $0 == "." || $0 == "-" ? "_" : $0 })
     }
 
     /// A counter, cached by name and labels (labels such as a status or a reason take few values).
-    public func counter(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Counter {
+    package func counter(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Counter {
         let key = dimensions.isEmpty ? name : name + "|" + dimensions.map { "\($0.0)=\($0.1)" }.joined(separator: ",")
         return counters.withLockedValue { cache in
             if let counter = cache[key] { return counter }
@@ -44,21 +44,21 @@ public final class MetricsRegistry: Sendable {
         }
     }
 
-    public func gauge(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Gauge {
+    package func gauge(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Gauge {
         CoreMetrics.Gauge(label: name, dimensions: dimensions, factory: factory)
     }
 
-    public func meter(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Meter {
+    package func meter(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Meter {
         CoreMetrics.Meter(label: name, dimensions: dimensions, factory: factory)
     }
 
-    public func timer(_ name: String, _ dimensions: [(String, String)] = []) -> Metrics.Timer {
+    package func timer(_ name: String, _ dimensions: [(String, String)] = []) -> Metrics.Timer {
         Metrics.Timer(label: name, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
     }
 
     /// The Prometheus text exposition of everything recorded so far, with the process's memory as of now
     /// (`process_resident_memory_bytes`, `pushchat_heap_in_use_bytes`, `pushchat_heap_retained_bytes`).
-    public func exposition() -> [UInt8] {
+    package func exposition() -> [UInt8] {
         let memory = ProcessMemory.now()
         gauge("process.resident_memory_bytes").record(memory.resident)
         if memory.allocatorStatistics {
@@ -69,5 +69,5 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// The media type of ``exposition()``.
-    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+    package static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 }

@@ -4,18 +4,18 @@ import Foundation
 /// The memory of this process, as `/metrics` exports it: what the system counts (resident set) and what the C
 /// allocator holds (in use by live data, and freed but kept in its heaps). RSS growing while `inUse` stays flat is the
 /// allocator keeping memory, not a leak.
-public struct ProcessMemory: Sendable, Equatable {
+package struct ProcessMemory: Sendable, Equatable {
     /// Resident set size in bytes (`/proc/self/statm`; 0 where there is none).
-    public var resident: Int
+    package var resident: Int
     /// Bytes the allocator has handed out and that are not freed (0 where the allocator has no statistics).
-    public var inUse: Int
+    package var inUse: Int
     /// Bytes freed but kept by the allocator.
-    public var retained: Int
+    package var retained: Int
     /// Whether `inUse` and `retained` are real figures (glibc).
-    public var allocatorStatistics: Bool
+    package var allocatorStatistics: Bool
 
     /// The figures now.
-    public static func now() -> ProcessMemory {
+    package static func now() -> ProcessMemory {
         let heap = pushchat_heap_statistics_now()
         return ProcessMemory(
             resident: residentBytes(),

@@ -22,8 +22,8 @@ import Support
 /// | `pushchat.queue.depth` | gauge | rows waiting (sampled) |
 /// | `pushchat.queue.oldest_pending_age` | gauge | seconds the oldest waiting row has waited (sampled) |
 /// | `pushchat.push.wrong_environment` | gauge | 1 while most answers are BadDeviceToken/DeviceTokenNotForTopic (status 8) |
-public struct PushMetrics: Sendable {
-    public let registry: MetricsRegistry
+package struct PushMetrics: Sendable {
+    package let registry: MetricsRegistry
     let sent: Counter
     let resent: Counter
     let claimDuration: Metrics.Timer
@@ -35,7 +35,7 @@ public struct PushMetrics: Sendable {
     /// 1 while most recent answers say the tokens are not valid for this topic and environment.
     let wrongEnvironment: Meter
 
-    public init(registry: MetricsRegistry) {
+    package init(registry: MetricsRegistry) {
         self.registry = registry
         sent = registry.counter("pushchat.push.sent")
         resent = registry.counter("pushchat.push.resent")

@@ -20,18 +20,18 @@ import Support
 /// It uses a PostgreSQL pool it does not run: ``services(configuration:transport:logger:instance:metrics:onStatusServerRunning:)``
 /// gives the pool and the service to one `ServiceGroup`, which shuts the service down first and the pool after it,
 /// once every result is recorded.
-public final class PushService: Service, Sendable {
+package final class PushService: Service, Sendable {
     let configuration: Configuration
     let transport: PushTransport
     let database: DatabaseClient
     let logger: Logger
     let instance: String
     /// The daemon's figures, served at `/metrics` on the status listener.
-    public let metrics: PushMetrics
+    package let metrics: PushMetrics
     let onStatusServerRunning: @Sendable (Int) async -> Void
 
     /// - Parameter instance: the name stored in `claimed_by`; default `host:pid`.
-    public init(
+    package init(
         configuration: Configuration,
         transport: PushTransport,
         database: DatabaseClient,
@@ -51,7 +51,7 @@ public final class PushService: Service, Sendable {
 
     /// The daemon as a `ServiceGroup` runs it: its PostgreSQL pool, then the service (shut down in reverse order, so
     /// the pool outlives the drain).
-    public static func services(
+    package static func services(
         configuration: Configuration,
         transport: PushTransport,
         logger: Logger,
@@ -72,7 +72,7 @@ public final class PushService: Service, Sendable {
         return [database, service]
     }
 
-    public func run() async throws {
+    package func run() async throws {
         logger.info(
             "Push daemon started (\(configuration.mode.rawValue) mode, \(transport.description))",
             metadata: ["push.instance": "\(instance)"]

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 
 /// What `/readyz` needs to know about the daemon: how many gateway connections are up, and whether APNs refuses most
 /// tokens as not valid for this topic and environment (see ``WrongEnvironmentWindow``).
-public final class PushStatus: Sendable {
+package final class PushStatus: Sendable {
     private struct State {
         var connections = 0
         var environment = WrongEnvironmentWindow()
@@ -16,19 +16,19 @@ public final class PushStatus: Sendable {
     private let alarm: Meter?
     private let logger: Logger?
 
-    public init(alarm: Meter? = nil, logger: Logger? = nil) {
+    package init(alarm: Meter? = nil, logger: Logger? = nil) {
         self.alarm = alarm
         self.logger = logger
         alarm?.set(0)
     }
 
-    public var connectedCount: Int { state.withLockedValue { $0.connections } }
+    package var connectedCount: Int { state.withLockedValue { $0.connections } }
 
     /// The alarm is up: most recent answers were `BadDeviceToken`/`DeviceTokenNotForTopic` (binary: status 8).
-    public var wrongEnvironment: Bool { state.withLockedValue { $0.environment.isRaised } }
+    package var wrongEnvironment: Bool { state.withLockedValue { $0.environment.isRaised } }
 
     /// A gateway connection was closed because the gateway stopped reading, and none has delivered since.
-    public var gatewayStalled: Bool { state.withLockedValue { $0.stalled } }
+    package var gatewayStalled: Bool { state.withLockedValue { $0.stalled } }
 
     func gatewayStalled(_ stalled: Bool) { state.withLockedValue { $0.stalled = stalled } }
 

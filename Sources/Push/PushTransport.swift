@@ -7,14 +7,14 @@ import Settings
 
 /// Which APNs interface the daemon speaks, decided once at start from the configuration, with everything it needs
 /// loaded and checked: a missing key file, topic or certificate stops the process there (exit 78), never later.
-public enum PushTransport: Sendable {
+package enum PushTransport: Sendable {
     /// The legacy binary interface: command 2 frames to the gateway with the client certificate.
     case binary(BinaryConnector, BinaryEncoder)
     /// The HTTP/2 provider API: a stream per notification, token or certificate authentication.
     case http2(HTTP2Connector, topic: String, tokens: ProviderTokenCache?)
 
     /// The transport `configuration.apns.transport` names: credentials read, the TLS context built once.
-    public static func load(
+    package static func load(
         _ configuration: Configuration,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) throws -> Self {
@@ -39,7 +39,7 @@ public enum PushTransport: Sendable {
     }
 
     /// `binary to gateway.push.apple.com:2195`, for the start-up line.
-    public var description: String {
+    package var description: String {
         switch self {
         case .binary(let connector, _): "binary to \(connector.endpoint)"
         case .http2(let connector, _, _): "HTTP/2 to \(connector.endpoint)"

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 ///
 /// A waiter passes the generation it saw before looking for work, so a signal between "found nothing" and
 /// "start waiting" is never lost.
-public final class QueueSignal: Sendable {
+package final class QueueSignal: Sendable {
     private struct State {
         var generation = 0
         var nextWaiter: UInt64 = 0
@@ -13,12 +13,12 @@ public final class QueueSignal: Sendable {
 
     private let state = NIOLockedValueBox(State())
 
-    public init() {}
+    package init() {}
 
-    public var generation: Int { state.withLockedValue { $0.generation } }
+    package var generation: Int { state.withLockedValue { $0.generation } }
 
     /// Wakes every waiter.
-    public func signal() {
+    package func signal() {
         let waiters = state.withLockedValue { state in
             state.generation += 1
             let waiters = state.waiters
@@ -29,12 +29,12 @@ public final class QueueSignal: Sendable {
     }
 
     /// Returns when the generation moves past `generation`, or after `timeout`.
-    public func wait(after generation: Int, timeout: Duration) async {
+    package func wait(after generation: Int, timeout: Duration) async {
         await Self.wait(for: [(self, generation)], timeout: timeout)
     }
 
     /// Returns when any of the signals moves past the generation given with it, or after `timeout`.
-    public static func wait(for signals: [(QueueSignal, Int)], timeout: Duration) async {
+    package static func wait(for signals: [(QueueSignal, Int)], timeout: Duration) async {
         await withTaskGroup(of: Void.self) { group in
             for (signal, generation) in signals { group.addTask { await signal.waitForChange(after: generation) } }
             group.addTask { try? await Task.sleep(for: timeout) }

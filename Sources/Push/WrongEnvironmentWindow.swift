@@ -5,29 +5,29 @@
 /// so they only fail their notification, and this window raises the alarm instead.
 ///
 /// A pure value: fed with counts of answers, it says when the alarm goes up or down.
-public struct WrongEnvironmentWindow: Sendable, Equatable {
+package struct WrongEnvironmentWindow: Sendable, Equatable {
     /// How many recent answers count.
-    public let size: Int
+    package let size: Int
     /// At least this many answers before it judges.
-    public let minimum: Int
+    package let minimum: Int
     /// The share of wrong-environment answers that raises the alarm (it falls below half of it).
-    public let threshold: Double
+    package let threshold: Double
     /// The last answers, oldest first: true for a wrong-environment answer (run-length encoded).
     private var runs: [(wrong: Bool, count: Int)] = []
     private var total = 0
     private var wrong = 0
-    public private(set) var isRaised = false
+    package private(set) var isRaised = false
 
-    public init(size: Int = 200, minimum: Int = 20, threshold: Double = 0.8) {
+    package init(size: Int = 200, minimum: Int = 20, threshold: Double = 0.8) {
         self.size = size
         self.minimum = minimum
         self.threshold = threshold
     }
 
-    public enum Change: Sendable, Equatable { case raised, cleared }
+    package enum Change: Sendable, Equatable { case raised, cleared }
 
     /// Records `count` answers; returns a change of the alarm, if any.
-    public mutating func record(wrong isWrong: Bool, count: Int = 1) -> Change? {
+    package mutating func record(wrong isWrong: Bool, count: Int = 1) -> Change? {
         guard count > 0 else { return nil }
         if let last = runs.last, last.wrong == isWrong {
             runs[runs.count - 1].count += count
@@ -56,9 +56,9 @@ public struct WrongEnvironmentWindow: Sendable, Equatable {
     }
 
     /// The share of wrong-environment answers among the recent ones.
-    public var share: Double { total == 0 ? 0 : Double(wrong) / Double(total) }
+    package var share: Double { total == 0 ? 0 : Double(wrong) / Double(total) }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.total == rhs.total && lhs.wrong == rhs.wrong && lhs.isRaised == rhs.isRaised
             && lhs.runs.map(\.wrong) == rhs.runs.map(\.wrong) && lhs.runs.map(\.count) == rhs.runs.map(\.count)
     }

@@ -2,49 +2,49 @@ import Observability
 import Support
 
 /// The API's abuse limits: one `message` to a big room is an amplifier.
-public struct APILimits: Sendable {
+package struct APILimits: Sendable {
     /// Requests per second per client address (`api_rate_per_ip`; 0: no limit). Default 20.
-    public var ratePerIP: Double = 20
+    package var ratePerIP: Double = 20
     /// Requests a client address may send at once (`api_burst_per_ip`). Default 40.
-    public var burstPerIP: Double = 40
+    package var burstPerIP: Double = 40
     /// Requests per second per device (`api_rate_per_udid`; 0: no limit). Default 5.
-    public var ratePerUDID: Double = 5
+    package var ratePerUDID: Double = 5
     /// Requests a device may send at once (`api_burst_per_udid`). Default 10.
-    public var burstPerUDID: Double = 10
+    package var burstPerUDID: Double = 10
     /// Most devices in one room (`api_max_room_size`; 0: no limit): a `join` into a full room is refused. Default 10000.
-    public var maxRoomSize = 10_000
+    package var maxRoomSize = 10_000
     /// Largest request body in bytes (`api_max_body`); larger bodies get 413. Default 64 KiB.
-    public var maxBodyBytes = 64 * 1024
+    package var maxBodyBytes = 64 * 1024
     /// Largest provider API (`/v1`) request body in bytes (`api_max_json_body`); larger bodies get 413. Default 1 MiB:
     /// a notification to 10,000 tokens fits.
-    public var maxJSONBodyBytes = 1 << 20
+    package var maxJSONBodyBytes = 1 << 20
     /// Notifications (recipients, not requests) one client address may queue per minute (`api_fanout_per_ip`; 0: no
     /// limit). Default 20,000: at most that many in any minute, half of it at once.
-    public var fanOutPerIP: Double = 20_000
+    package var fanOutPerIP: Double = 20_000
     /// The same per device (`api_fanout_per_udid`). Default 10,000.
-    public var fanOutPerUDID: Double = 10_000
+    package var fanOutPerUDID: Double = 10_000
     /// Connections open at once from one client address (`api_max_connections_per_ip`; 0: no limit, behind a proxy
     /// that is every client). Default 64.
-    public var maxConnectionsPerIP = 64
+    package var maxConnectionsPerIP = 64
     /// Connections open at once from all addresses together (`api_max_connections`; 0: no limit), well below the
     /// units' `LimitNOFILE=65536`, so a flood from many addresses cannot take every descriptor. Default 10,000.
-    public var maxConnections = 10_000
+    package var maxConnections = 10_000
     /// How many leading bits group IPv6 clients for every per-address limit (`api_ipv6_prefix`, 32 to 128): a host
     /// picks any address in its network, so keying by the full address would give it 2^64 budgets. Default 64 (one
     /// subscriber's LAN); 56 where providers hand each subscriber a /56.
-    public var ipv6Prefix = 64
+    package var ipv6Prefix = 64
     /// How long a client may take to send a request's head (`api_header_timeout`), its body (`api_body_timeout`),
     /// and how long a kept-alive connection may sit idle (`api_idle_timeout`). Defaults 30 s, 30 s, 60 s.
-    public var headerTimeout: Duration = .seconds(30)
-    public var bodyTimeout: Duration = .seconds(30)
-    public var idleTimeout: Duration = .seconds(60)
+    package var headerTimeout: Duration = .seconds(30)
+    package var bodyTimeout: Duration = .seconds(30)
+    package var idleTimeout: Duration = .seconds(60)
     /// Proxies whose `X-Forwarded-For` is believed (`api_trusted_proxies`: CIDRs, comma-separated). Default none.
-    public var trustedProxies: [CIDR] = []
+    package var trustedProxies: [CIDR] = []
 
-    public init() {}
+    package init() {}
 
     /// No limits at all (tests and benchmarks that measure something else).
-    public static var unlimited: APILimits {
+    package static var unlimited: APILimits {
         var limits = APILimits()
         limits.ratePerIP = 0
         limits.ratePerUDID = 0

@@ -2,32 +2,32 @@ import Observability
 import Support
 
 /// Where and how the push daemon and the feedback job reach APNs (or the local simulator).
-public struct APNsSettings: Sendable {
+package struct APNsSettings: Sendable {
     /// The binary gateway. Default: Apple's sandbox in development, production otherwise.
-    public var gateway: Endpoint
+    package var gateway: Endpoint
     /// The binary feedback service. Default: Apple's sandbox in development, production otherwise.
-    public var feedback: Endpoint
+    package var feedback: Endpoint
     /// The provider identity: PEM with certificate and key (the tutorial's `ck.pem`) or `.p12`.
-    public var certificate: String?
+    package var certificate: String?
     /// The passphrase of the identity's key, if it is encrypted.
-    public var passphrase: Secret?
+    package var passphrase: Secret?
     /// Extra trusted roots (PEM), so the daemons trust the simulator; Apple's roots otherwise.
-    public var caFile: String?
+    package var caFile: String?
     /// Which APNs interface the push daemon speaks (`apns_transport`). Default: `http2` in production (Apple's only
     /// interface since 2021), `binary` in development (the tutorial's; the simulator speaks both).
-    public var transport: APNsTransport
+    package var transport: APNsTransport
     /// The HTTP/2 API (`apns_host`). Default: `api.sandbox.push.apple.com:443` in development, `api.push.apple.com:443`.
-    public var host: Endpoint
+    package var host: Endpoint
     /// Token authentication: the `.p8` signing key, its key id and the team id. Without a key file the daemon
     /// authenticates with the certificate. The key id defaults to the one in the file's name as Apple names it
     /// (`AuthKey_<KEY ID>.p8`), so that replacing the file replaces the id; an id that contradicts the name is refused.
-    public var keyFile: String?
-    public var keyID: String?
-    public var teamID: String?
+    package var keyFile: String?
+    package var keyID: String?
+    package var teamID: String?
     /// The app's bundle id (`apns-topic`).
-    public var topic: String?
+    package var topic: String?
 
-    public init(mode: Mode) {
+    package init(mode: Mode) {
         switch mode {
         case .development:
             gateway = Endpoint(host: "gateway.sandbox.push.apple.com", port: 2195)
@@ -87,7 +87,7 @@ public struct APNsSettings: Sendable {
     }
 
     /// The key id in a file name as Apple gives it, `AuthKey_ABC123DEFG.p8` (ten upper-case letters and digits).
-    public static func keyID(fileName path: String) -> String? {
+    package static func keyID(fileName path: String) -> String? {
         let name = path.split(separator: "/").last.map(String.init) ?? path
         guard name.hasPrefix("AuthKey_"), name.hasSuffix(".p8") else { return nil }
         let id = name.dropFirst("AuthKey_".count).dropLast(".p8".count)
@@ -96,7 +96,7 @@ public struct APNsSettings: Sendable {
     }
 
     /// The certificate path, or an error naming the key when none is configured.
-    public func requireCertificate() throws(ConfigurationError) -> String {
+    package func requireCertificate() throws(ConfigurationError) -> String {
         guard let certificate else {
             throw ConfigurationError(
                 code: .missingValue,
@@ -113,7 +113,7 @@ public struct APNsSettings: Sendable {
 }
 
 /// The APNs interface the push daemon speaks.
-public enum APNsTransport: String, Sendable {
+package enum APNsTransport: String, Sendable {
     /// The legacy binary interface (command 2 frames on port 2195).
     case binary
     /// The HTTP/2 provider API.

@@ -5,43 +5,43 @@ import Support
 
 /// Settings shared by the PushChat processes, read from the mode's section of `config/pushchat.json` and
 /// `PUSHCHAT_*` environment variables (see ``ConfigurationKey``).
-public struct Configuration: Sendable {
+package struct Configuration: Sendable {
     /// Development or production.
-    public var mode: Mode
+    package var mode: Mode
     /// The PostgreSQL database holding `active_users`, `push_queue` and `messages`. Required.
-    public var databaseURL: DatabaseURL
+    package var databaseURL: DatabaseURL
     /// A direct connection to PostgreSQL for the push daemon's `LISTEN` when `database_url` goes through a pooler in
     /// transaction mode (which cannot carry it); without it the daemon polls every `poll_interval` behind a pooler.
-    public var databaseListenURL: DatabaseURL?
+    package var databaseListenURL: DatabaseURL?
     /// The address the API server listens on. Default `0.0.0.0` (every interface, as the tutorial's Apache did).
-    public var apiHost: String
+    package var apiHost: String
     /// The API server's port. Default 44447, the tutorial's.
-    public var apiPort: Int
+    package var apiPort: Int
     /// The log file; `nil` means the process's default (`log/<process>_<mode>.log`), an empty value or `-`
     /// logs to standard output only.
-    public var logFile: String?
+    package var logFile: String?
     /// The lowest level logged. Default `info`.
-    public var logLevel: Logger.Level
+    package var logLevel: Logger.Level
     /// Human-readable lines (`text`, the default) or one JSON object per line (`json`).
-    public var logFormat: LogFormat = .text
+    package var logFormat: LogFormat = .text
     /// How often the push daemon polls the queue besides waking on NOTIFY. Default 5 seconds.
-    public var pollInterval: Duration
+    package var pollInterval: Duration
     /// The folder holding the numbered `*.sql` migrations. Default `migrations` (relative to the working directory).
-    public var migrationsDirectory: String
+    package var migrationsDirectory: String
     /// Abuse limits of the API.
-    public var limits = APILimits()
+    package var limits = APILimits()
     /// How to reach APNs (or the simulator).
-    public var apns: APNsSettings
+    package var apns: APNsSettings
     /// How the push daemon drains the queue.
-    public var push = PushSettings()
+    package var push = PushSettings()
     /// The test pages and the API's metrics listener.
-    public var exposure: ExposureSettings
+    package var exposure: ExposureSettings
     /// The most users one feedback run may delete without `--force`.
-    public var feedbackMaxPrune = PruneLimit.default
+    package var feedbackMaxPrune = PruneLimit.default
     /// What the prune job deletes besides old notifications.
-    public var retention = RetentionSettings()
+    package var retention = RetentionSettings()
 
-    public init(
+    package init(
         mode: Mode,
         databaseURL: DatabaseURL,
         apiHost: String = "0.0.0.0",
@@ -64,7 +64,7 @@ public struct Configuration: Sendable {
     }
 
     /// Reads and validates every setting; the first bad one throws an error naming its key.
-    public init(source: ConfigurationSource) throws(ConfigurationError) {
+    package init(source: ConfigurationSource) throws(ConfigurationError) {
         guard let url = source.value(.databaseURL), !url.isEmpty else {
             let file = source.filePath ?? ConfigurationSource.defaultPath
             throw ConfigurationError(
@@ -135,7 +135,7 @@ public struct Configuration: Sendable {
     }
 
     /// Loads the configuration for `mode` from `path` (or the default file) and `environment`.
-    public static func load(
+    package static func load(
         mode: Mode,
         path: String?,
         environment: [String: String]
@@ -144,13 +144,13 @@ public struct Configuration: Sendable {
     }
 
     /// The log file path, or `nil` for standard output only.
-    public func logFilePath(process: String) -> String? {
+    package func logFilePath(process: String) -> String? {
         guard let logFile else { return "log/\(process)_\(mode.rawValue).log" }
         return logFile.isEmpty || logFile == "-" ? nil : logFile
     }
 
     /// Parses `5`, `0.5`, `5s`, `500ms`, `2m`, `3h` or `7d`.
-    public static func parseDuration(_ text: String) -> Duration? {
+    package static func parseDuration(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let units: [(suffix: String, scale: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
         for unit in units where trimmed.hasSuffix(unit.suffix) {

@@ -4,7 +4,7 @@ import Support
 /// Every setting PushChat processes read. In `config/pushchat.json` a key is written in lower case
 /// (`database_url`); in the environment it is the `PUSHCHAT_`-prefixed upper-case name (`PUSHCHAT_DATABASE_URL`),
 /// which wins over the file.
-public enum ConfigurationKey: String, CaseIterable, Sendable {
+package enum ConfigurationKey: String, CaseIterable, Sendable {
     case databaseURL = "database_url"
     case apiHost = "api_host"
     case apiPort = "api_port"
@@ -70,8 +70,8 @@ public enum ConfigurationKey: String, CaseIterable, Sendable {
     case pushStallTimeout = "push_stall_timeout"
 
     /// The key as written in the configuration file.
-    public var fileKey: String { rawValue }
+    package var fileKey: String { rawValue }
 
     /// The environment variable that overrides the key.
-    public var environmentName: String { "PUSHCHAT_" + rawValue.uppercased() }
+    package var environmentName: String { "PUSHCHAT_" + rawValue.uppercased() }
 }

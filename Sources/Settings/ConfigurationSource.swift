@@ -4,17 +4,17 @@ import Support
 
 /// Raw setting values for one mode: the mode's section of the configuration file, overridden by `PUSHCHAT_*`
 /// environment variables. Typed parsing lives in ``Configuration``.
-public struct ConfigurationSource: Sendable {
+package struct ConfigurationSource: Sendable {
     /// Where the file is looked for when `--config` is not given. A missing default file is not an error.
-    public static let defaultPath = "config/pushchat.json"
+    package static let defaultPath = "config/pushchat.json"
 
-    public let mode: Mode
+    package let mode: Mode
     /// The file the values came from, if one was read.
-    public let filePath: String?
+    package let filePath: String?
     let fileValues: [String: String]
     let environment: [String: String]
 
-    public init(mode: Mode, fileValues: [String: String] = [:], filePath: String? = nil, environment: [String: String]) {
+    package init(mode: Mode, fileValues: [String: String] = [:], filePath: String? = nil, environment: [String: String]) {
         self.mode = mode
         self.fileValues = fileValues
         self.filePath = filePath
@@ -22,7 +22,7 @@ public struct ConfigurationSource: Sendable {
     }
 
     /// Reads the mode's section from `path` (or the default path, when it exists).
-    public static func load(
+    package static func load(
         mode: Mode,
         path: String?,
         environment: [String: String]
@@ -64,7 +64,7 @@ public struct ConfigurationSource: Sendable {
     }
 
     /// The raw value of `key`: the environment variable if set, else the file's value.
-    public func value(_ key: ConfigurationKey) -> String? {
+    package func value(_ key: ConfigurationKey) -> String? {
         if let value = environment[key.environmentName] { return value }
         return fileValues[key.fileKey]
     }

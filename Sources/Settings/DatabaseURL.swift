@@ -13,37 +13,37 @@ import Support
 /// - `sslrootcert`: a PEM file of trusted roots for `verify-ca`/`verify-full`; without it (or with `system`) the
 ///   system's roots.
 /// - `host`: a directory holding PostgreSQL's Unix socket, which then replaces the TCP host.
-public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
-    public enum TLSMode: String, Sendable, CaseIterable {
+package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
+    package enum TLSMode: String, Sendable, CaseIterable {
         case disable, allow, prefer, require
         case verifyCA = "verify-ca"
         case verifyFull = "verify-full"
 
         /// Whether the server's certificate is checked against trusted roots.
-        public var verifiesCertificate: Bool { self == .verifyCA || self == .verifyFull }
+        package var verifiesCertificate: Bool { self == .verifyCA || self == .verifyFull }
     }
 
-    public var host: String
-    public var port: Int
-    public var username: String
-    public var password: String?
-    public var database: String
-    public var tlsMode: TLSMode
+    package var host: String
+    package var port: Int
+    package var username: String
+    package var password: String?
+    package var database: String
+    package var tlsMode: TLSMode
     /// Trusted roots for `verify-ca`/`verify-full` (`sslrootcert`); nil: the system's.
-    public var rootCertificateFile: String?
+    package var rootCertificateFile: String?
     /// Every session's `statement_timeout` (`database_statement_timeout`): a statement stuck behind an operator's
     /// open transaction fails after it instead of holding a request or a drain forever. Default 30 s; zero: none.
-    public var statementTimeout: Duration = .seconds(30)
+    package var statementTimeout: Duration = .seconds(30)
     /// Every session's `lock_timeout` (`database_lock_timeout`). Default 10 s; zero: none.
-    public var lockTimeout: Duration = .seconds(10)
+    package var lockTimeout: Duration = .seconds(10)
     /// The connections of a process's pool (`database_connections`): the API and the push daemon open them all at
     /// start and keep them, a short job opens them as it needs them. Default 10.
-    public var connections = 10
+    package var connections = 10
     /// The Unix-socket directory, when the URL names one.
-    public var socketDirectory: String?
+    package var socketDirectory: String?
 
     /// Parses `text`; the error names `key` and never repeats the password.
-    public init(parsing text: String, key: String = ConfigurationKey.databaseURL.environmentName) throws(ConfigurationError) {
+    package init(parsing text: String, key: String = ConfigurationKey.databaseURL.environmentName) throws(ConfigurationError) {
         func invalid(_ reason: String) -> ConfigurationError {
             ConfigurationError(code: .invalidValue, key: key, reason: reason + " (expected postgres://user:password@host:port/database)")
         }
@@ -94,21 +94,21 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The same server and credentials with another database name (tests and tools create databases).
-    public func with(database: String) -> DatabaseURL {
+    package func with(database: String) -> DatabaseURL {
         var copy = self
         copy.database = database
         return copy
     }
 
     /// The URL with the password replaced by `***`, safe for logs.
-    public var description: String {
+    package var description: String {
         let credentials = password == nil ? username : "\(username):***"
         let location = socketDirectory.map { "\(host)?host=\($0)" } ?? "\(host):\(port)"
         return "postgres://\(credentials)@\(location)/\(database)"
     }
 
     /// The URL as text, password included (for child processes and psql).
-    public var connectionString: String {
+    package var connectionString: String {
         var components = URLComponents()
         components.scheme = "postgres"
         components.user = username
@@ -124,7 +124,7 @@ public struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The TLS client configuration `sslmode` asks for (libpq's meaning), nil for `disable`.
-    public var tlsConfiguration: TLSConfiguration? {
+    package var tlsConfiguration: TLSConfiguration? {
         guard tlsMode != .disable else { return nil }
         var tls = TLSConfiguration.makeClientConfiguration()
         switch tlsMode {

@@ -2,17 +2,17 @@ import Observability
 import Support
 
 /// A `host:port` setting (`gateway.push.apple.com:2195`, `127.0.0.1:2195`, `[::1]:2195`).
-public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
+package struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+    package var host: String
+    package var port: Int
 
-    public init(host: String, port: Int) {
+    package init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
 
     /// Parses `host:port`; `nil` when malformed.
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         var host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
@@ -31,13 +31,13 @@ public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
         self.port = port
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// A setting whose value must never be printed (passphrases).
-public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    public let value: String
-    public init(_ value: String) { self.value = value }
-    public var description: String { "***" }
-    public var debugDescription: String { "***" }
+package struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    package let value: String
+    package init(_ value: String) { self.value = value }
+    package var description: String { "***" }
+    package var debugDescription: String { "***" }
 }

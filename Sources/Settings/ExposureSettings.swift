@@ -1,20 +1,20 @@
 import Support
 
 /// What the API shows beyond `/api.php`: the tutorial's helper pages and where its metrics are served.
-public struct ExposureSettings: Sendable {
+package struct ExposureSettings: Sendable {
     /// Serve the test forms and `/test/database` (`api_test_pages`). Default: on in development, off in production
     /// (404): on the open internet they are a way to fill rooms and probe the database.
-    public var testPages: Bool
+    package var testPages: Bool
     /// `/metrics` of the API listens here, apart from the public port (`api_metrics_host`, `api_metrics_port`).
     /// Default 127.0.0.1:44449; port 0: any free port.
-    public var metricsHost = "127.0.0.1"
-    public var metricsPort = 44449
+    package var metricsHost = "127.0.0.1"
+    package var metricsPort = 44449
     /// The API speaks TLS itself with this certificate chain and key (`api_tls_certificate`, `api_tls_key`, PEM).
     /// The udid and the room code are credentials: plain HTTP is for development, or behind a proxy that ends TLS.
-    public var tlsCertificate: String?
-    public var tlsKey: String?
+    package var tlsCertificate: String?
+    package var tlsKey: String?
 
-    public init(mode: Mode) {
+    package init(mode: Mode) {
         testPages = mode == .development
     }
 

@@ -4,12 +4,12 @@ import Support
 
 /// The mode a PushChat process runs in, as the tutorial has it: `development` talks to Apple's sandbox and shows
 /// error details; `production` talks to the production gateway and keeps details out of responses.
-public enum Mode: String, Sendable, CaseIterable, ExpressibleByArgument {
+package enum Mode: String, Sendable, CaseIterable, ExpressibleByArgument {
     case development
     case production
 
     /// The mode to run in: the positional argument if given, else `APPLICATION_ENV`, else production.
-    public static func resolve(argument: Mode?, environment: [String: String]) throws(ConfigurationError) -> Mode {
+    package static func resolve(argument: Mode?, environment: [String: String]) throws(ConfigurationError) -> Mode {
         if let argument { return argument }
         guard let raw = environment["APPLICATION_ENV"], !raw.isEmpty else { return .production }
         guard let mode = Mode(rawValue: raw.lowercased()) else {

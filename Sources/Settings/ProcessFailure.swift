@@ -5,8 +5,8 @@ import Support
 
 /// Turns the errors a PushChat executable expects into one clear line on standard error and a non-zero exit,
 /// instead of a usage dump or a crash.
-public enum ProcessFailure {
-    public static func report<T>(program: String, _ body: () async throws -> T) async throws -> T {
+package enum ProcessFailure {
+    package static func report<T>(program: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as any PushChatError {
@@ -15,7 +15,7 @@ public enum ProcessFailure {
         }
     }
 
-    public static func printError(_ program: String, _ message: String) {
+    package static func printError(_ program: String, _ message: String) {
         FileHandle.standardError.write(Data("\(program): \(message)\n".utf8))
     }
 }

@@ -5,18 +5,18 @@ import Observability
 import Support
 
 /// The arguments every PushChat executable takes: the tutorial's positional mode and `--config`.
-public struct ProcessOptions: ParsableArguments, Sendable {
+package struct ProcessOptions: ParsableArguments, Sendable {
     @Argument(help: "development or production (default: $APPLICATION_ENV, else production)")
-    public var mode: Mode?
+    package var mode: Mode?
 
     @Option(name: .long, help: "Configuration file (default: config/pushchat.json, when present)")
-    public var config: String?
+    package var config: String?
 
-    public init() {}
+    package init() {}
 
     /// The configuration and a logger writing to standard output and the process's log file
     /// (`log/<process>_<mode>.log` unless configured): what every executable does first.
-    public func start(process: String, label: String) throws(ConfigurationError) -> (Configuration, Logger) {
+    package func start(process: String, label: String) throws(ConfigurationError) -> (Configuration, Logger) {
         let configuration = try configuration()
         let logger = try LogSetup.bootstrap(
             label: label,
@@ -28,7 +28,7 @@ public struct ProcessOptions: ParsableArguments, Sendable {
     }
 
     /// The resolved configuration; a bad setting throws an error naming its key.
-    public func configuration(
+    package func configuration(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> Configuration {
         let mode = try Mode.resolve(argument: mode, environment: environment)

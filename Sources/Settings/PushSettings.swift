@@ -2,50 +2,50 @@ import Observability
 import Support
 
 /// The push daemon's tuning: connections, defaults for notifications, batch and window sizes, leases.
-public struct PushSettings: Sendable {
+package struct PushSettings: Sendable {
     /// Connections to the gateway that share the work (`apns_connections`). Binary: that many, always open. HTTP/2:
     /// the most; the first is always open, each other one opens while the open ones' streams are all busy with rows
     /// waiting (one connection carries at most MAX_CONCURRENT_STREAMS per round trip to Apple) and closes after
     /// `apns_connection_idle` without work. Default 1 for binary, 4 for HTTP/2.
-    public var connections = 1
+    package var connections = 1
     /// HTTP/2: how long an extra connection may go without work before it closes (`apns_connection_idle`). Default 30 s.
-    public var connectionIdle: Duration = .seconds(30)
+    package var connectionIdle: Duration = .seconds(30)
     /// Seconds APNs keeps trying to deliver a notification whose row sets no expiration (`apns_expiry`);
     /// 0 = deliver once, do not store. Default one day.
-    public var expirySeconds: UInt32 = 86_400
+    package var expirySeconds: UInt32 = 86_400
     /// Priority for rows that set none (`apns_priority`): 10 now, 5 power-considerate. Default 10.
-    public var priority: UInt8 = 10
+    package var priority: UInt8 = 10
     /// Rows claimed per statement (`push_batch_size`). Default 2000.
-    public var batchSize = 2000
+    package var batchSize = 2000
     /// Notifications in flight per connection, not yet known accepted (`push_window`); bounds memory (about 300 bytes
     /// each with the row). With the settle time it caps one binary connection's rate: window / settle per second
     /// (200,000/s at the defaults). Default 100000.
-    public var window = 100_000
+    package var window = 100_000
     /// How long a claim keeps other daemons off a row (`push_lease`); renewed while in flight. Default 30 s.
     /// Rows claimed by a daemon that died are sent again after at most this long.
-    public var lease: Duration = .seconds(30)
+    package var lease: Duration = .seconds(30)
     /// How long a written notification waits for an error response before it counts as accepted (`push_settle`).
     /// Default 0.5 s.
-    public var settle: Duration = .milliseconds(500)
+    package var settle: Duration = .milliseconds(500)
     /// Resends after a processing error (status 1 or 255) before a row is failed (`push_max_retries`). Default 3.
-    public var maxRetries = 3
+    package var maxRetries = 3
     /// Writes to APNs after which a retryable answer (HTTP/2 429 or 5xx) fails the row (`push_max_attempts`). Default 10.
-    public var maxAttempts = 10
+    package var maxAttempts = 10
     /// Age after which a retryable answer fails a row without an expiration of its own (`push_max_age`). Default 24 h.
-    public var maxAge: Duration = .seconds(86_400)
+    package var maxAge: Duration = .seconds(86_400)
     /// Where the daemon serves `/healthz`, `/readyz` and `/metrics` (`push_status_host`). Default 127.0.0.1:
     /// loopback only.
-    public var statusHost = "127.0.0.1"
+    package var statusHost = "127.0.0.1"
     /// The status listener's port (`push_status_port`; 0: any free port). Default 44448.
-    public var statusPort = 44448
+    package var statusPort = 44448
     /// HTTP/2: how long one request may wait for its answer before it is cancelled and resent
     /// (`push_request_timeout`). Default 10 s.
-    public var requestTimeout: Duration = .seconds(10)
+    package var requestTimeout: Duration = .seconds(10)
     /// Binary: a gateway that takes no bytes for this long while a write waits (it stopped reading) is treated as a
     /// dead connection: closed, its window sent again on a new one (`push_stall_timeout`). Default 30 s.
-    public var stallTimeout: Duration = .seconds(30)
+    package var stallTimeout: Duration = .seconds(30)
 
-    public init() {}
+    package init() {}
 
     init(source: ConfigurationSource) throws(ConfigurationError) {
         connections = try Configuration.integer(.apnsConnections, source, in: 1...64) ?? connections

@@ -1,15 +1,15 @@
 import Support
 
 /// What the hourly prune job (`pushchat-api queue prune`) deletes besides old `push_queue` rows. Zero keeps forever.
-public struct RetentionSettings: Sendable, Equatable {
+package struct RetentionSettings: Sendable, Equatable {
     /// Chat messages older than this (`retention_messages`). Default 30 days.
-    public var messages: Duration = .seconds(30 * 86_400)
+    package var messages: Duration = .seconds(30 * 86_400)
     /// Users that never got a device token ("0") this long after joining (`retention_tokenless_users`). Default 30 days.
-    public var tokenlessUsers: Duration = .seconds(30 * 86_400)
+    package var tokenlessUsers: Duration = .seconds(30 * 86_400)
     /// Invalid-token reports the feedback job handled this long ago (`retention_invalid_tokens`). Default 30 days.
-    public var invalidTokens: Duration = .seconds(30 * 86_400)
+    package var invalidTokens: Duration = .seconds(30 * 86_400)
 
-    public init() {}
+    package init() {}
 
     init(source: ConfigurationSource) throws(ConfigurationError) {
         messages = try Configuration.duration(.retentionMessages, source, zeroMeans: "keep forever") ?? messages

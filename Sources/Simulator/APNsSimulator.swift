@@ -11,16 +11,16 @@ import Support
 /// A stand-in for Apple's side on loopback: the binary gateway, the feedback service and a read-only status page.
 ///
 /// Use ``withRunning(_:)`` in tests (ports are known inside the closure), or run it as a `Service`.
-public final class APNsSimulator: Service, Sendable {
+package final class APNsSimulator: Service, Sendable {
     /// The listeners' actual ports (useful when configured as 0).
-    public struct Ports: Sendable {
-        public let gateway: Int
-        public let feedback: Int
-        public let http2: Int
-        public let status: Int?
+    package struct Ports: Sendable {
+        package let gateway: Int
+        package let feedback: Int
+        package let http2: Int
+        package let status: Int?
     }
 
-    public let state: SimulatorState
+    package let state: SimulatorState
     let configuration: SimulatorConfiguration
     let logger: Logger
     let tlsContext: NIOSSLContext
@@ -35,7 +35,7 @@ public final class APNsSimulator: Service, Sendable {
 
     /// - Parameter group: defaults to a thread of its own, so a busy process (tests, benchmarks) cannot delay the
     ///   gateway's reads behind other work.
-    public init(
+    package init(
         configuration: SimulatorConfiguration,
         logger: Logger,
         group: (any EventLoopGroup)? = nil
@@ -72,7 +72,7 @@ public final class APNsSimulator: Service, Sendable {
     }
 
     /// Starts every listener, runs `body`, then closes them.
-    public func withRunning<T: Sendable>(_ body: (Ports) async throws -> T) async throws -> T {
+    package func withRunning<T: Sendable>(_ body: (Ports) async throws -> T) async throws -> T {
         let gateway = try await bind(port: configuration.gatewayPort) { [state, logger, tlsContext] channel in
             guard let connection = state.connectionOpened() else {
                 logger.debug("Refusing a gateway connection (fault injection)")
@@ -141,7 +141,7 @@ public final class APNsSimulator: Service, Sendable {
     }
 
     /// Runs until graceful shutdown.
-    public func run() async throws {
+    package func run() async throws {
         try await withRunning { ports in
             let status = ports.status.map { ", status page http://\(configuration.host):\($0)/" } ?? ""
             logger.info(

@@ -5,23 +5,23 @@ import Settings
 import Support
 
 /// A notification the simulator accepted: what "arrived on the phone".
-public struct AcceptedNotification: Sendable, Equatable {
-    public let arrival: Date
+package struct AcceptedNotification: Sendable, Equatable {
+    package let arrival: Date
     /// `simple`, `enhanced` or `frame` (binary), later `http2`.
-    public let format: String
-    public let identifier: UInt32
-    public let token: String
-    public let payload: String
-    public let priority: UInt8
-    public let expiry: UInt32
+    package let format: String
+    package let identifier: UInt32
+    package let token: String
+    package let payload: String
+    package let priority: UInt8
+    package let expiry: UInt32
     /// Which connection of the simulator it came in on (1, 2, …).
-    public let connection: Int
+    package let connection: Int
     /// HTTP/2 only: `apns-push-type`, `apns-topic` and `apns-collapse-id` as sent.
-    public var pushType: String?
-    public var topic: String?
-    public var collapseID: String?
+    package var pushType: String?
+    package var topic: String?
+    package var collapseID: String?
 
-    public init(
+    package init(
         arrival: Date,
         format: String,
         identifier: UInt32,
@@ -55,7 +55,7 @@ public struct AcceptedNotification: Sendable, Equatable {
     }
 
     /// One line of the record file (and an element of the status page).
-    public var json: String {
+    package var json: String {
         let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(arrival)
         return #"{"time":"\#(time)","format":"\#(format)","id":\#(identifier),"token":"\#(token)","payload":\#(JSONText.quoted(payload)),"#
             + #""priority":\#(priority),"expiry":\#(expiry),"connection":\#(connection)"#

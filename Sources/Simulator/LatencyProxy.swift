@@ -6,18 +6,18 @@ import Support
 /// Apple's distance on loopback: a TCP forwarder in front of one of the simulator's ports that holds every byte
 /// `oneWay` in each direction before passing it on (RTT = 2 × `oneWay`), in order. The benchmark puts it between the
 /// push daemon and the simulator (`--rtt-ms`); the bytes are untouched, TLS and HTTP/2 pass through.
-public final class LatencyProxy: Sendable {
-    public let upstreamPort: Int
-    public let oneWay: Duration
+package final class LatencyProxy: Sendable {
+    package let upstreamPort: Int
+    package let oneWay: Duration
     private let state = NIOLockedValueBox<(listener: (any Channel)?, connections: [any Channel])>((nil, []))
 
-    public init(upstreamPort: Int, oneWay: Duration) {
+    package init(upstreamPort: Int, oneWay: Duration) {
         self.upstreamPort = upstreamPort
         self.oneWay = oneWay
     }
 
     /// Listens on a free loopback port; returns it.
-    public func start() async throws -> Int {
+    package func start() async throws -> Int {
         let (upstreamPort, delay) = (self.upstreamPort, TimeAmount.nanoseconds(oneWay.nanoseconds))
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -37,7 +37,7 @@ public final class LatencyProxy: Sendable {
         return listener.localAddress?.port ?? 0
     }
 
-    public func stop() async {
+    package func stop() async {
         let (listener, connections) = state.withLockedValue { state in
             defer { state = (nil, []) }
             return (state.listener, state.connections)

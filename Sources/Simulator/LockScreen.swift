@@ -1,23 +1,23 @@
 import Foundation
 
 /// What a phone's lock screen would show for one accepted notification: read from the payload as iOS reads it.
-public struct LockScreenItem: Sendable, Equatable {
+package struct LockScreenItem: Sendable, Equatable {
     /// Who it is from: the part before ": " of a chat alert (`"Ann: hello"`), or the alert dictionary's title.
-    public var title: String?
-    public var subtitle: String?
+    package var title: String?
+    package var subtitle: String?
     /// The text: the rest of a chat alert, the alert string, or the dictionary's body (or its `loc-key`).
-    public var body: String?
-    public var badge: Int?
+    package var body: String?
+    package var badge: Int?
     /// The sound's name (`default`), from a string or a dictionary's `name`.
-    public var sound: String?
+    package var sound: String?
     /// `content-available` without an alert, badge or sound: delivered to the app, nothing shown to the person.
-    public var silent = false
-    public var arrival: Date
+    package var silent = false
+    package var arrival: Date
     /// Keys beside `aps` (the app's own data), sorted.
-    public var customKeys: [String] = []
+    package var customKeys: [String] = []
 
     /// Reads `notification`'s payload; a payload that is not a JSON object shows as its raw text.
-    public init(_ notification: AcceptedNotification) {
+    package init(_ notification: AcceptedNotification) {
         arrival = notification.arrival
         guard let data = notification.payload.data(using: .utf8),
             let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
@@ -54,12 +54,12 @@ public struct LockScreenItem: Sendable, Equatable {
 }
 
 /// The notifications of one device token, newest first.
-public struct LockScreen: Sendable, Equatable {
-    public var token: String
-    public var items: [LockScreenItem]
+package struct LockScreen: Sendable, Equatable {
+    package var token: String
+    package var items: [LockScreenItem]
 
     /// One screen per token, the most recently notified first; at most `perDevice` notifications each.
-    public static func screens(_ notifications: [AcceptedNotification], perDevice: Int = 8) -> [LockScreen] {
+    package static func screens(_ notifications: [AcceptedNotification], perDevice: Int = 8) -> [LockScreen] {
         var order: [String] = []
         var byToken: [String: [AcceptedNotification]] = [:]
         for notification in notifications.sorted(by: { $0.arrival > $1.arrival }) {

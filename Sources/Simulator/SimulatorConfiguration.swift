@@ -5,49 +5,49 @@ import Support
 
 /// Everything the APNs simulator needs to start: where to listen, its TLS identity and trusted client CA, which
 /// tokens Apple would call unregistered, what the feedback service reports, and the faults to inject.
-public struct SimulatorConfiguration: Sendable {
+package struct SimulatorConfiguration: Sendable {
     /// The address every listener binds. Loopback only by default.
-    public var host = "127.0.0.1"
+    package var host = "127.0.0.1"
     /// The binary gateway's port (Apple: 2195); 0 picks a free port.
-    public var gatewayPort = 2195
+    package var gatewayPort = 2195
     /// The feedback service's port (Apple: 2196); 0 picks a free port.
-    public var feedbackPort = 2196
+    package var feedbackPort = 2196
     /// The HTTP/2 provider API's port (Apple: 443, also 2197); 0 picks a free port.
-    public var http2Port = 2197
+    package var http2Port = 2197
     /// What the HTTP/2 listener checks, and its faults.
-    public var http2 = HTTP2Options()
+    package var http2 = HTTP2Options()
     /// The read-only HTTP status page's port; 0 picks a free port, `nil` disables it.
-    public var statusPort: Int? = 8095
+    package var statusPort: Int? = 8095
 
     /// The simulator's certificate (PEM) and key.
-    public var serverCertificate: String
-    public var serverKey: String
+    package var serverCertificate: String
+    package var serverKey: String
     /// The CA that must have signed every client certificate (a missing or foreign certificate fails the handshake).
-    public var clientCA: String
+    package var clientCA: String
 
     /// Hex tokens answered with status 8 (invalid token), lower case.
-    public var unregisteredTokens: Set<String> = []
+    package var unregisteredTokens: Set<String> = []
     /// What the feedback service reports on the next connection (served once, as Apple clears its list).
-    public var feedbackTuples: [FeedbackTuple] = []
+    package var feedbackTuples: [FeedbackTuple] = []
     /// How the feedback service misbehaves, for tests of the feedback job.
-    public var feedbackFault: FeedbackFault = .none
+    package var feedbackFault: FeedbackFault = .none
 
     /// The JSON-lines file every accepted notification is appended to; `nil` for none.
-    public var recordFile: String?
+    package var recordFile: String?
     /// Keep every accepted notification in memory (tests read them back); otherwise only the last ``recentLimit``.
-    public var keepAll = false
-    public var recentLimit = 1000
+    package var keepAll = false
+    package var recentLimit = 1000
 
-    public var faults = Faults()
+    package var faults = Faults()
 
-    public init(serverCertificate: String, serverKey: String, clientCA: String) {
+    package init(serverCertificate: String, serverKey: String, clientCA: String) {
         self.serverCertificate = serverCertificate
         self.serverKey = serverKey
         self.clientCA = clientCA
     }
 
     /// The development certificates made by `deploy/dev-certs.sh DIR`.
-    public init(certificateDirectory directory: String) {
+    package init(certificateDirectory directory: String) {
         self.init(
             serverCertificate: directory + "/server.pem",
             serverKey: directory + "/server-key.pem",
@@ -56,25 +56,25 @@ public struct SimulatorConfiguration: Sendable {
     }
 
     /// Gateway misbehaviour for tests and demos. Counts are per connection.
-    public struct Faults: Sendable, Equatable {
+    package struct Faults: Sendable, Equatable {
         /// Close the connection without an error response after this many accepted notifications.
-        public var closeAfterFrames: Int?
+        package var closeAfterFrames: Int?
         /// Answer status 10 (shutdown, identifier = the last accepted) and close after this many notifications.
-        public var shutdownAfterFrames: Int?
+        package var shutdownAfterFrames: Int?
         /// Wait this long before each read from a connection (backpressure on the sender).
-        public var readDelay: Duration?
+        package var readDelay: Duration?
         /// Hold each error response this long before writing it (an answer still on its way when the sender stops).
-        public var errorResponseDelay: Duration?
+        package var errorResponseDelay: Duration?
         /// Refuse (close at once) every connection for this long after start.
-        public var refuseConnectionsFor: Duration?
+        package var refuseConnectionsFor: Duration?
         /// Hex tokens answered with status 1 (processing error), to exercise the sender's bounded retries.
-        public var processingErrorTokens: Set<String> = []
+        package var processingErrorTokens: Set<String> = []
 
-        public init() {}
+        package init() {}
     }
 
     /// Feedback service misbehaviour.
-    public enum FeedbackFault: String, Sendable, CaseIterable {
+    package enum FeedbackFault: String, Sendable, CaseIterable {
         case none
         /// Send the tuples, then half a tuple, then close.
         case truncated
@@ -92,27 +92,27 @@ public struct SimulatorConfiguration: Sendable {
     }
 
     /// The HTTP/2 listener: how it authenticates and what it injects.
-    public struct HTTP2Options: Sendable {
+    package struct HTTP2Options: Sendable {
         /// Checks provider tokens (token authentication); without it only clients with a certificate get through.
-        public var verifier: ProviderTokenVerifier?
+        package var verifier: ProviderTokenVerifier?
         /// When set, another `apns-topic` gets 400 BadTopic.
-        public var topic: String?
+        package var topic: String?
         /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients. Apple: 1000 (it may start lower).
-        public var maxConcurrentStreams = 1000
+        package var maxConcurrentStreams = 1000
         /// Send GOAWAY after this many requests on a connection (later streams are not processed), then close.
-        public var goAwayAfterStreams: Int?
+        package var goAwayAfterStreams: Int?
         /// The first N requests (over all connections) get 503 ServiceUnavailable.
-        public var unavailableRequests = 0
+        package var unavailableRequests = 0
         /// Tokens answered 429 TooManyRequests the first time they are seen.
-        public var throttledTokens: Set<String> = []
+        package var throttledTokens: Set<String> = []
         /// The first N requests are never answered (a stuck peer).
-        public var silentRequests = 0
+        package var silentRequests = 0
         /// Wait this long before each answer.
-        public var answerDelay: Duration?
+        package var answerDelay: Duration?
         /// Every token is from the other environment (sandbox tokens sent to production): each request is answered
         /// 400 BadDeviceToken, as Apple does.
-        public var otherEnvironment = false
+        package var otherEnvironment = false
 
-        public init() {}
+        package init() {}
     }
 }

@@ -10,19 +10,19 @@ import Glibc
 
 /// Counters, the recent notifications, the record file and the runtime-adjustable faults, shared by every
 /// connection. Handlers report in batches (one lock per read, not per frame).
-public final class SimulatorState: Sendable {
+package final class SimulatorState: Sendable {
     /// What the status page shows.
-    public struct Counters: Sendable, Equatable, Codable {
-        public var connections = 0
-        public var refusedConnections = 0
-        public var accepted = 0
-        public var acceptedByFormat: [String: Int] = [:]
+    package struct Counters: Sendable, Equatable, Codable {
+        package var connections = 0
+        package var refusedConnections = 0
+        package var accepted = 0
+        package var acceptedByFormat: [String: Int] = [:]
         /// Error responses sent, by status byte.
-        public var rejectedByStatus: [String: Int] = [:]
+        package var rejectedByStatus: [String: Int] = [:]
         /// Connections closed on purpose without an error response (fault injection).
-        public var abruptCloses = 0
-        public var feedbackConnections = 0
-        public var feedbackTuplesSent = 0
+        package var abruptCloses = 0
+        package var feedbackConnections = 0
+        package var feedbackTuplesSent = 0
     }
 
     private struct Storage {
@@ -42,7 +42,7 @@ public final class SimulatorState: Sendable {
     private let recentLimit: Int
     private let recordDescriptor: Int32?
 
-    public init(configuration: SimulatorConfiguration) throws {
+    package init(configuration: SimulatorConfiguration) throws {
         var storage = Storage(
             faults: configuration.faults,
             unregistered: Set(configuration.unregisteredTokens.map { $0.lowercased() }),
@@ -140,28 +140,28 @@ public final class SimulatorState: Sendable {
 
     // MARK: Reading and adjusting (status page, tests)
 
-    public var counters: Counters { storage.withLockedValue { $0.counters } }
+    package var counters: Counters { storage.withLockedValue { $0.counters } }
 
     /// The last `limit` accepted notifications, oldest first.
-    public func recent(limit: Int) -> [AcceptedNotification] {
+    package func recent(limit: Int) -> [AcceptedNotification] {
         storage.withLockedValue { Array($0.recent.suffix(limit)) }
     }
 
     /// Every accepted notification (with `keepAll`).
-    public var accepted: [AcceptedNotification] { storage.withLockedValue { $0.all } }
+    package var accepted: [AcceptedNotification] { storage.withLockedValue { $0.all } }
 
-    public func setFaults(_ faults: SimulatorConfiguration.Faults) {
+    package func setFaults(_ faults: SimulatorConfiguration.Faults) {
         storage.withLockedValue { storage in
             storage.faults = faults
             storage.refuseUntil = faults.refuseConnectionsFor.map { .now + $0 }
         }
     }
 
-    public func setUnregistered(_ tokens: Set<String>) {
+    package func setUnregistered(_ tokens: Set<String>) {
         storage.withLockedValue { $0.unregistered = Set(tokens.map { $0.lowercased() }) }
     }
 
-    public func setFeedback(_ tuples: [FeedbackTuple], fault: SimulatorConfiguration.FeedbackFault = .none) {
+    package func setFeedback(_ tuples: [FeedbackTuple], fault: SimulatorConfiguration.FeedbackFault = .none) {
         storage.withLockedValue { storage in
             storage.feedbackTuples = tuples
             storage.feedbackFault = fault
@@ -170,18 +170,18 @@ public final class SimulatorState: Sendable {
 }
 
 /// The simulator cannot start.
-public struct SimulatorError: PushChatError {
-    public typealias Code = ErrorCode<SimulatorError>
-    public let code: Code
-    public let reason: String
-    public init(code: Code = .setupFailed, reason: String) {
+package struct SimulatorError: PushChatError {
+    package typealias Code = ErrorCode<SimulatorError>
+    package let code: Code
+    package let reason: String
+    package init(code: Code = .setupFailed, reason: String) {
         self.code = code
         self.reason = reason
     }
-    public var description: String { "simulator: \(reason)" }
+    package var description: String { "simulator: \(reason)" }
 }
 
 extension ErrorCode where Domain == SimulatorError {
     /// A listener, certificate or option the simulator cannot use.
-    public static let setupFailed = Self("setupFailed")
+    package static let setupFailed = Self("setupFailed")
 }

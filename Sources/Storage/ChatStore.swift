@@ -6,34 +6,34 @@ import Settings
 import Support
 
 /// The API's reads and writes: `active_users`, `messages` and the fan-out into `push_queue`.
-public struct ChatStore: Sendable {
+package struct ChatStore: Sendable {
     /// A stored chat message, as `fetch` returns it.
-    public struct StoredMessage: Sendable, Equatable {
-        public let id: Int64
-        public let name: String
-        public let text: String
-        public let createdAt: Date
+    package struct StoredMessage: Sendable, Equatable {
+        package let id: Int64
+        package let name: String
+        package let text: String
+        package let createdAt: Date
     }
 
     /// What `message` did.
-    public struct MessageResult: Sendable, Equatable {
+    package struct MessageResult: Sendable, Equatable {
         /// The stored message's id; `nil` when the sender is not in a room (nothing was written).
-        public let messageID: Int64?
+        package let messageID: Int64?
         /// How many notifications were queued.
-        public let queued: Int
+        package let queued: Int
         /// The room had more recipients than allowed: nothing was written.
-        public var refused = false
+        package var refused = false
         /// How many devices the message was (or would have been) for.
-        public var recipients = 0
+        package var recipients = 0
     }
 
     /// Most messages one `fetch` returns.
-    public static let fetchLimit = 200
+    package static let fetchLimit = 200
 
     let database: DatabaseClient
-    public let logger: Logger
+    package let logger: Logger
 
-    public init(database: DatabaseClient, logger: Logger) {
+    package init(database: DatabaseClient, logger: Logger) {
         self.database = database
         self.logger = logger
     }
@@ -41,8 +41,14 @@ public struct ChatStore: Sendable {
     /// Registers the device in a room, replacing any earlier registration of the same udid.
     /// Returns false, writing nothing, when the room already holds `maxRoomSize` other devices (0: no limit).
     @discardableResult
-    public func join(udid: String, token: String, name: String, code: String, ipAddress: String?, maxRoomSize: Int = 0) async throws -> Bool
-    {
+    package func join(
+        udid: String,
+        token: String,
+        name: String,
+        code: String,
+        ipAddress: String?,
+        maxRoomSize: Int = 0
+    ) async throws -> Bool {
         let statement = ChatStatements.Join(
             udid: udid,
             token: token,
@@ -56,14 +62,14 @@ public struct ChatStore: Sendable {
 
     /// Removes the device; returns whether it was registered.
     @discardableResult
-    public func leave(udid: String) async throws -> Bool {
+    package func leave(udid: String) async throws -> Bool {
         let rows = try await database.query("DELETE FROM active_users WHERE udid = \(udid) RETURNING 1", logger: logger)
         return rows.count > 0
     }
 
     /// Stores a new token for the device, stamping `token_updated_at`; returns whether it was registered.
     @discardableResult
-    public func update(udid: String, token: String) async throws -> Bool {
+    package func update(udid: String, token: String) async throws -> Bool {
         let rows = try await database.query(
             "UPDATE active_users SET device_token = \(token), token_updated_at = now() WHERE udid = \(udid) RETURNING 1",
             logger: logger
@@ -75,7 +81,7 @@ public struct ChatStore: Sendable {
     /// (each token once, never the sender's), in one statement.
     /// Stores a message and queues it for the sender's room, unless it has more than `maxRecipients` recipients
     /// (nil: no limit; then nothing is written and the result says `refused`).
-    public func message(udid: String, text: String, maxRecipients: Int? = nil) async throws -> MessageResult {
+    package func message(udid: String, text: String, maxRecipients: Int? = nil) async throws -> MessageResult {
         for _ in 0..<2 {
             let statement = ChatStatements.Message(udid: udid, text: text, maxRecipients: maxRecipients ?? -1)
             var result = MessageResult(messageID: nil, queued: 0)
@@ -97,7 +103,7 @@ public struct ChatStore: Sendable {
     }
 
     /// How many devices a `message` from `udid` would be queued for (the fan-out budget reserves that many first).
-    public func recipientCount(udid: String) async throws -> Int {
+    package func recipientCount(udid: String) async throws -> Int {
         let rows = try await database.query(
             """
             SELECT count(DISTINCT u.device_token) FROM active_users u JOIN active_users s ON u.secret_code = s.secret_code
@@ -111,7 +117,7 @@ public struct ChatStore: Sendable {
 
     /// The sender's room's messages with an id greater than `since`, oldest first, at most ``fetchLimit``;
     /// empty when the device is not in a room.
-    public func fetch(udid: String, since: Int64) async throws -> [StoredMessage] {
+    package func fetch(udid: String, since: Int64) async throws -> [StoredMessage] {
         let rows = try await database.query(
             """
             SELECT m.id, m.sender_name, m.text, m.created_at FROM messages m
@@ -128,7 +134,7 @@ public struct ChatStore: Sendable {
     }
 
     /// The number of registered devices (the database check page).
-    public func userCount() async throws -> Int {
+    package func userCount() async throws -> Int {
         let rows = try await database.query("SELECT count(*) FROM active_users", logger: logger)
         for count in try rows.decode(Int64.self) { return Int(count) }
         return 0

@@ -7,17 +7,17 @@
 /// Rows behind the cursor that become claimable again (given back, a lease run out, a transaction that committed
 /// after later ones) are found by a claim from the start: after a claim came back short (the end of the queue was
 /// reached), after rows were given back, and at least every `rescan`.
-public struct ClaimCursor: Sendable, Equatable {
+package struct ClaimCursor: Sendable, Equatable {
     /// Claims start after this message id; 0 is the start of the queue.
-    public private(set) var after: Int64 = 0
+    package private(set) var after: Int64 = 0
     /// When the last claim from the start began.
     private var lastFromStart: ContinuousClock.Instant?
-    public let rescan: Duration
+    package let rescan: Duration
 
-    public init(rescan: Duration = .seconds(1)) { self.rescan = rescan }
+    package init(rescan: Duration = .seconds(1)) { self.rescan = rescan }
 
     /// Where a claim beginning `now` starts.
-    public mutating func start(now: ContinuousClock.Instant) -> Int64 {
+    package mutating func start(now: ContinuousClock.Instant) -> Int64 {
         if after > 0, let last = lastFromStart, last.duration(to: now) < rescan { return after }
         lastFromStart = now
         return 0
@@ -25,7 +25,7 @@ public struct ClaimCursor: Sendable, Equatable {
 
     /// A claim of `limit` rows returned `count`, the newest being `newest`: a full claim moves the cursor past it
     /// (never back: claims may overlap), a short one sends the next claim to the start.
-    public mutating func claimed(count: Int, limit: Int, newest: Int64?) {
+    package mutating func claimed(count: Int, limit: Int, newest: Int64?) {
         if count >= limit, let newest {
             after = max(after, newest)
         } else {
@@ -34,5 +34,5 @@ public struct ClaimCursor: Sendable, Equatable {
     }
 
     /// Rows were given back (or returned from an expired lease): the next claim starts from the start.
-    public mutating func rewind() { after = 0 }
+    package mutating func rewind() { after = 0 }
 }

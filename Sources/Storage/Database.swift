@@ -7,7 +7,7 @@ import Settings
 import Support
 
 /// Opening PostgreSQL connections from a ``DatabaseURL``.
-public enum Database {
+package enum Database {
     /// A pool of `url.connections` connections; run it (it is a `Service`) for as long as it is used.
     ///
     /// A long-running process (`keepOpen`: the API, the push daemon) opens them all at start and keeps them. A pool
@@ -16,7 +16,7 @@ public enum Database {
     /// (swiftlang/swift#60441): at 1,400 requests/s the API held 84,000 such timers, 62 MB, and their long-lived
     /// blocks among the requests' short-lived ones fragmented the heap until its resident set had grown by 33 MB.
     /// Kept-open connections have no idle timer. A short job (`keepOpen` false) opens them as it needs them.
-    public static func makeClient(
+    package static func makeClient(
         url: DatabaseURL,
         route: DatabaseSession.Route = .direct,
         applicationName: String,
@@ -33,7 +33,7 @@ public enum Database {
     /// One connection for a short command (migrate, admin tools): fails at once when the server cannot be reached,
     /// and is closed when `body` returns. Without a `route`, a connection a pooler refuses for its start-up
     /// parameters is opened again without them (see ``DatabaseSession``).
-    public static func withConnection<T: Sendable>(
+    package static func withConnection<T: Sendable>(
         url: DatabaseURL,
         route: DatabaseSession.Route? = nil,
         applicationName: String,

@@ -10,7 +10,7 @@ extension DatabaseClient {
     ///
     /// Throws ``DatabaseError`` with code `unavailable` (nothing reached the server: the database is down, or no
     /// connection came within `leaseTimeout`), `outcomeUnknown` (the server never answered), or the server's error.
-    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         if !health.isUp { await health.waitUntilSettled() }
         guard health.isUp, let (pool, session) = current.withLockedValue({ $0 }) else {
             throw DatabaseError(code: .unavailable, context: "waiting for a database connection", reason: health.problem ?? "not connected")
@@ -94,7 +94,7 @@ extension DatabaseClient {
     }
 
     /// Runs one statement and collects its rows.
-    public func query(_ query: PostgresQuery, logger: Logger) async throws -> DatabaseRows {
+    package func query(_ query: PostgresQuery, logger: Logger) async throws -> DatabaseRows {
         try await withConnection { connection in
             DatabaseRows(try await connection.query(query, logger: logger).collect())
         }
@@ -102,7 +102,7 @@ extension DatabaseClient {
 
     /// Runs one of the hot statements: prepared once per connection when direct, unnamed behind a pooler (which may
     /// hand the next transaction a server connection that never saw the preparation).
-    public func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row]
+    package func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
         try await withConnection { connection in
             // Read once the connection is leased (a request that came while the process started waited for it).
@@ -183,16 +183,16 @@ enum LeasePhase: Sendable {
 }
 
 /// A statement's rows, collected (the connection goes back to the pool before they are read).
-public struct DatabaseRows: Sendable, Sequence {
-    public let rows: [PostgresRow]
+package struct DatabaseRows: Sendable, Sequence {
+    package let rows: [PostgresRow]
 
     init(_ rows: [PostgresRow]) { self.rows = rows }
 
-    public var count: Int { rows.count }
-    public func makeIterator() -> IndexingIterator<[PostgresRow]> { rows.makeIterator() }
+    package var count: Int { rows.count }
+    package func makeIterator() -> IndexingIterator<[PostgresRow]> { rows.makeIterator() }
 
     /// Every row decoded as the given columns.
-    public func decode<each Column: PostgresDecodable>(_ columns: (repeat each Column).Type) throws -> [(repeat each Column)] {
+    package func decode<each Column: PostgresDecodable>(_ columns: (repeat each Column).Type) throws -> [(repeat each Column)] {
         try rows.map { try $0.decode(columns) }
     }
 }

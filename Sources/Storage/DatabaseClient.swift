@@ -20,17 +20,17 @@ import Support
 /// server decides: `statement_timeout` (below the request's own limit) cancels it there, so an error means it did not
 /// commit. Only if the server does not answer at all by `statement_timeout` + 5 s does the request stop waiting, and its
 /// error says the outcome is unknown.
-public final class DatabaseClient: Service, Sendable {
+package final class DatabaseClient: Service, Sendable {
     let url: DatabaseURL
     let applicationName: String
     let keepOpen: Bool
     let leaseTimeout: Duration
     let probeInterval: Duration
-    public let health: DatabaseHealth
+    package let health: DatabaseHealth
     let logger: Logger
     let current = NIOLockedValueBox<(pool: PostgresClient, session: DatabaseSession)?>(nil)
 
-    public init(
+    package init(
         url: DatabaseURL,
         applicationName: String,
         keepOpen: Bool = true,
@@ -48,16 +48,16 @@ public final class DatabaseClient: Service, Sendable {
     }
 
     /// How the sessions reach PostgreSQL; nil until the first connection.
-    public var session: DatabaseSession? { current.withLockedValue { $0?.session } }
+    package var session: DatabaseSession? { current.withLockedValue { $0?.session } }
 
     /// Waits until the first connection has told the route and the pool exists (the push daemon waits here at start).
-    public func waitForPool() async throws {
+    package func waitForPool() async throws {
         while current.withLockedValue({ $0 == nil }) {
             try await Task.sleep(for: .milliseconds(50))
         }
     }
 
-    public func run() async throws {
+    package func run() async throws {
         await cancelWhenGracefulShutdown {
             await self.runGenerations()
         }

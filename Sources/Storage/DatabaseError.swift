@@ -4,32 +4,32 @@ import Settings
 import Support
 
 /// A database operation that failed, with PostgreSQL's own message when the server sent one.
-public struct DatabaseError: PushChatError {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+package struct DatabaseError: PushChatError {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private let name: String
         private init(_ name: String) { self.name = name }
         /// A migration file could not be read, parsed or applied.
-        public static let migrationFailed = Code("migrationFailed")
+        package static let migrationFailed = Code("migrationFailed")
         /// The migrations folder holds files that do not follow `NNN_name.sql`.
-        public static let badMigrationFile = Code("badMigrationFile")
+        package static let badMigrationFile = Code("badMigrationFile")
         /// A query failed or the server could not be reached.
-        public static let queryFailed = Code("queryFailed")
+        package static let queryFailed = Code("queryFailed")
         /// Nothing reached the server: the database is down, or no connection came in time.
-        public static let unavailable = Code("unavailable")
+        package static let unavailable = Code("unavailable")
         /// The statement was sent and the server never answered: it may or may not have been carried out.
-        public static let outcomeUnknown = Code("outcomeUnknown")
-        public var description: String { name }
+        package static let outcomeUnknown = Code("outcomeUnknown")
+        package var description: String { name }
     }
 
-    public let code: Code
+    package let code: Code
     /// What was being done, e.g. `applying migrations/001_initial_schema.sql`.
-    public let context: String
+    package let context: String
     /// The underlying reason, from PostgreSQL when available.
-    public let reason: String
+    package let reason: String
     /// PostgreSQL's SQLSTATE when the server answered with an error (e.g. `55P03`).
-    public let sqlState: String?
+    package let sqlState: String?
 
-    public init(code: Code, context: String, reason: String, sqlState: String? = nil) {
+    package init(code: Code, context: String, reason: String, sqlState: String? = nil) {
         self.code = code
         self.context = context
         self.reason = reason
@@ -37,23 +37,23 @@ public struct DatabaseError: PushChatError {
     }
 
     /// Wraps any error thrown by PostgresNIO.
-    public init(code: Code = .queryFailed, context: String, underlying error: any Error) {
+    package init(code: Code = .queryFailed, context: String, underlying error: any Error) {
         self.init(code: code, context: context, reason: Self.describe(error), sqlState: Self.sqlState(of: error))
     }
 
-    public var description: String { "\(context): \(reason)" }
+    package var description: String { "\(context): \(reason)" }
 
     /// PostgreSQL refused to wait longer for a lock (SQLSTATE 55P03, `lock_timeout`).
-    public var isLockTimeout: Bool { sqlState == "55P03" }
+    package var isLockTimeout: Bool { sqlState == "55P03" }
 
     /// The SQLSTATE PostgreSQL answered `error` with, if it did.
-    public static func sqlState(of error: any Error) -> String? {
+    package static func sqlState(of error: any Error) -> String? {
         if let error = error as? DatabaseError { return error.sqlState }
         return (error as? PSQLError)?.serverInfo?[.sqlState]
     }
 
     /// PostgreSQL's message and SQLSTATE for server errors; the connection problem otherwise.
-    public static func describe(_ error: any Error) -> String {
+    package static func describe(_ error: any Error) -> String {
         if let error = error as? DatabaseError { return error.reason }
         guard let error = error as? PSQLError else { return String(describing: error) }
         if let info = error.serverInfo, let message = info[.message] {
@@ -70,14 +70,14 @@ public struct DatabaseError: PushChatError {
     /// server refused or cancelled the statement (a statement that fails commits nothing), or the connection was lost
     /// before an answer (PostgreSQL rolls back a transaction whose client is gone before its commit). Only an
     /// `outcomeUnknown` may have written: a fan-out budget is refunded for everything else.
-    public static func wroteNothing(_ error: any Error) -> Bool {
+    package static func wroteNothing(_ error: any Error) -> Bool {
         if let error = error as? DatabaseError { return error.code != .outcomeUnknown }
         return true
     }
 
     /// Whether the database was not there to ask (answered 503 with `Retry-After`), as opposed to a refusal or an
     /// error of the statement itself.
-    public static func isUnavailable(_ error: any Error) -> Bool {
+    package static func isUnavailable(_ error: any Error) -> Bool {
         if let error = error as? DatabaseError { return error.code == .unavailable || error.code == .outcomeUnknown }
         guard let error = error as? PSQLError else { return false }
         if let state = error.serverInfo?[.sqlState] {

@@ -6,7 +6,7 @@ import Support
 /// database is away is refused at once instead of waiting out a deadline, and `/readyz` costs no query.
 ///
 /// Requests waiting for a pooled connection register here and are stopped when the database goes down.
-public final class DatabaseHealth: Sendable {
+package final class DatabaseHealth: Sendable {
     private struct Shared {
         var state: DatabaseHealthState
         var waiting: [Int: @Sendable () -> Void] = [:]
@@ -17,16 +17,16 @@ public final class DatabaseHealth: Sendable {
     private let shared: NIOLockedValueBox<Shared>
     let logger: Logger
 
-    public init(reminder: Duration = .seconds(60), logger: Logger) {
+    package init(reminder: Duration = .seconds(60), logger: Logger) {
         self.shared = NIOLockedValueBox(Shared(state: DatabaseHealthState(reminder: reminder)))
         self.logger = logger
     }
 
     /// The last probe answered.
-    public var isUp: Bool { shared.withLockedValue { $0.state.isUp } }
+    package var isUp: Bool { shared.withLockedValue { $0.state.isUp } }
 
     /// Why the database is not up (for answers and `/readyz`), nil when it is.
-    public var problem: String? {
+    package var problem: String? {
         shared.withLockedValue { shared in
             switch shared.state.availability {
             case .up: nil
@@ -37,7 +37,7 @@ public final class DatabaseHealth: Sendable {
     }
 
     /// Waits until the first probe has answered either way (requests that arrive while the process starts).
-    public func waitUntilSettled() async {
+    package func waitUntilSettled() async {
         await withCheckedContinuation { continuation in
             let settled = shared.withLockedValue { shared in
                 guard shared.state.availability == .starting else { return true }

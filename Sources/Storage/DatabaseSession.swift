@@ -14,29 +14,29 @@ import Support
 ///
 /// The marker `pushchat.direct` (a custom setting PostgreSQL accepts at start-up) tells the two apart: a pooler
 /// refuses or drops it, PostgreSQL reports it back.
-public struct DatabaseSession: Sendable, Equatable, CustomStringConvertible {
-    public enum Route: String, Sendable {
+package struct DatabaseSession: Sendable, Equatable, CustomStringConvertible {
+    package enum Route: String, Sendable {
         /// Straight to PostgreSQL: start-up parameters and prepared statements.
         case direct
         /// Through a transaction pooler: the database's defaults and unnamed statements.
         case pooled
     }
 
-    public var route: Route
+    package var route: Route
     /// The `statement_timeout` the server applies to this process's statements (zero: none).
-    public var statementTimeout: Duration
+    package var statementTimeout: Duration
     /// The `lock_timeout` the server applies (zero: none).
-    public var lockTimeout: Duration
+    package var lockTimeout: Duration
 
-    public init(route: Route, statementTimeout: Duration, lockTimeout: Duration) {
+    package init(route: Route, statementTimeout: Duration, lockTimeout: Duration) {
         self.route = route
         self.statementTimeout = statementTimeout
         self.lockTimeout = lockTimeout
     }
 
-    public var isPooled: Bool { route == .pooled }
+    package var isPooled: Bool { route == .pooled }
 
-    public var description: String {
+    package var description: String {
         "\(route.rawValue) (statement_timeout \(Self.format(statementTimeout)), lock_timeout \(Self.format(lockTimeout)))"
     }
 
@@ -58,7 +58,7 @@ public struct DatabaseSession: Sendable, Equatable, CustomStringConvertible {
 
     /// Connects once and finds the route: the marker echoed means direct; refused (`unsupported startup parameter`)
     /// or dropped means a pooler, whose timeouts are then read from the session.
-    public static func detect(url: DatabaseURL, applicationName: String, logger: Logger) async throws -> DatabaseSession {
+    package static func detect(url: DatabaseURL, applicationName: String, logger: Logger) async throws -> DatabaseSession {
         do {
             return try await read(url: url, route: .direct, applicationName: applicationName, logger: logger)
         } catch let error as DatabaseError where error.reason.contains("unsupported startup parameter") {

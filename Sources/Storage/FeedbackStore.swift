@@ -7,33 +7,33 @@ import Support
 
 /// Deletes users whose tokens APNs reported gone, following Apple's rule: only if the token was last registered
 /// before the report. One statement (one transaction) per batch.
-public struct FeedbackStore: Sendable {
-    public static let batchSize = 10_000
+package struct FeedbackStore: Sendable {
+    package static let batchSize = 10_000
 
     let client: PostgresClient
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    package init(client: PostgresClient, logger: Logger) {
         self.client = client
         self.logger = logger
     }
 
     /// `invalid_tokens.source` of a feedback-service tuple.
-    public static let feedbackSource = "feedback service"
+    package static let feedbackSource = "feedback service"
 
     /// What handling the pending reports did, for one source.
-    public struct Counts: Sendable, Equatable {
+    package struct Counts: Sendable, Equatable {
         /// Reports handled.
-        public var processed = 0
+        package var processed = 0
         /// Users deleted.
-        public var deleted = 0
+        package var deleted = 0
         /// Users kept because they registered the token again after the report.
-        public var kept = 0
+        package var kept = 0
     }
 
     /// Stores feedback tuples as pending reports in `invalid_tokens` (one statement per batch; the newest report of
     /// a token wins and is handled again), so that they survive a database failure after the service sent them.
-    public func record(_ tuples: [FeedbackTuple]) async throws {
+    package func record(_ tuples: [FeedbackTuple]) async throws {
         var start = 0
         while start < tuples.count {
             let batch = tuples[start..<min(start + Self.batchSize, tuples.count)]
@@ -57,18 +57,18 @@ public struct FeedbackStore: Sendable {
     /// The pending reports as one statement saw them: each token with its report's time (microseconds since 1970,
     /// exact where a `Date` would round), so that exactly these are handled and a report added or renewed meanwhile
     /// waits for the next run.
-    public struct PendingReports: Sendable, Equatable {
-        public var tokens: [String] = []
-        public var reportedAt: [Int64] = []
+    package struct PendingReports: Sendable, Equatable {
+        package var tokens: [String] = []
+        package var reportedAt: [Int64] = []
         /// Users handling them would delete (chat users and registered devices).
-        public var wouldDelete = 0
+        package var wouldDelete = 0
         /// Users with a token (for a `feedback_max_prune` given as a share).
-        public var usersWithToken = 0
+        package var usersWithToken = 0
     }
 
     /// The pending reports, what handling them would delete, and how many users have a token: one snapshot, which
     /// ``applyInvalidTokens(_:)`` then handles and nothing else.
-    public func pendingReports() async throws -> PendingReports {
+    package func pendingReports() async throws -> PendingReports {
         let rows = try await client.query(
             """
             WITH p AS (
@@ -91,7 +91,7 @@ public struct FeedbackStore: Sendable {
     /// Handles the reports ``pendingReports()`` saw (feedback tuples and the push daemon's invalid tokens) by Apple's
     /// rule: a chat user or a registered device is deleted only if the token was last registered before the report.
     /// Marks them processed; one statement per batch. A report renewed since (another `reported_at`) is left pending.
-    public func applyInvalidTokens(_ reports: PendingReports) async throws -> (feedback: Counts, daemon: Counts) {
+    package func applyInvalidTokens(_ reports: PendingReports) async throws -> (feedback: Counts, daemon: Counts) {
         var feedback = Counts()
         var daemon = Counts()
         for start in stride(from: 0, to: reports.tokens.count, by: Self.batchSize) {

@@ -4,26 +4,26 @@ import PostgresNIO
 import Support
 
 /// `pushchat-api keys create|list|revoke`: the provider API's keys, on one connection.
-public struct KeyAdmin: Sendable {
-    public struct Listed: Sendable, Equatable {
-        public let name: String
-        public let requestsPerMinute: Int
-        public let recipientsPerMinute: Int
-        public let createdAt: Date
-        public let revokedAt: Date?
-        public let scopes: Set<KeyScope>
+package struct KeyAdmin: Sendable {
+    package struct Listed: Sendable, Equatable {
+        package let name: String
+        package let requestsPerMinute: Int
+        package let recipientsPerMinute: Int
+        package let createdAt: Date
+        package let revokedAt: Date?
+        package let scopes: Set<KeyScope>
     }
 
     let connection: PostgresConnection
     let logger: Logger
 
-    public init(connection: PostgresConnection, logger: Logger) {
+    package init(connection: PostgresConnection, logger: Logger) {
         self.connection = connection
         self.logger = logger
     }
 
     /// Stores a new key by its hash; false when a key of that name exists (revoked or not).
-    public func create(
+    package func create(
         name: String,
         hash: String,
         requestsPerMinute: Int,
@@ -41,7 +41,7 @@ public struct KeyAdmin: Sendable {
         return try await rows.collect().count > 0
     }
 
-    public func list() async throws -> [Listed] {
+    package func list() async throws -> [Listed] {
         let rows = try await connection.query(
             "SELECT name, requests_per_minute, recipients_per_minute, created_at, revoked_at, scopes FROM api_keys ORDER BY name",
             logger: logger
@@ -65,7 +65,7 @@ public struct KeyAdmin: Sendable {
     }
 
     /// Revokes the key; false when there is no unrevoked key of that name.
-    public func revoke(name: String) async throws -> Bool {
+    package func revoke(name: String) async throws -> Bool {
         let rows = try await connection.query(
             "UPDATE api_keys SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING 1",
             logger: logger

@@ -1,5 +1,5 @@
 /// What a provider API key may do (`pushchat-api keys create --scope`), stored in `api_keys.scopes`.
-public enum KeyScope: String, Sendable, CaseIterable, Comparable {
+package enum KeyScope: String, Sendable, CaseIterable, Comparable {
     /// `POST /v1/notifications` to tokens or users.
     case send
     /// The same to a room, to every device (`all`) or to chat udids: reaches people the caller did not name.
@@ -12,9 +12,9 @@ public enum KeyScope: String, Sendable, CaseIterable, Comparable {
     case status
 
     /// What `keys create` gives without `--scope`: no broadcast, no listing.
-    public static let defaults: Set<KeyScope> = [.send, .devicesWrite, .status]
+    package static let defaults: Set<KeyScope> = [.send, .devicesWrite, .status]
 
-    public static func < (lhs: KeyScope, rhs: KeyScope) -> Bool {
+    package static func < (lhs: KeyScope, rhs: KeyScope) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 

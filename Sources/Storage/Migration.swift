@@ -4,17 +4,17 @@ import Settings
 import Support
 
 /// One numbered plain-SQL file in `migrations/`, such as `001_initial_schema.sql`.
-public struct Migration: Sendable, Equatable {
+package struct Migration: Sendable, Equatable {
     /// The leading number; migrations apply in ascending order.
-    public let version: Int
+    package let version: Int
     /// The file name without the number and extension (`initial_schema`).
-    public let name: String
+    package let name: String
     /// The file name, for messages.
-    public let fileName: String
+    package let fileName: String
     /// The file's SQL text.
-    public let sql: String
+    package let sql: String
 
-    public init(version: Int, name: String, fileName: String, sql: String) {
+    package init(version: Int, name: String, fileName: String, sql: String) {
         self.version = version
         self.name = name
         self.fileName = fileName
@@ -22,7 +22,7 @@ public struct Migration: Sendable, Equatable {
     }
 
     /// A short fingerprint of the SQL, stored when applied, to notice files edited afterwards.
-    public var checksum: String {
+    package var checksum: String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in sql.utf8 {
             hash ^= UInt64(byte)
@@ -32,7 +32,7 @@ public struct Migration: Sendable, Equatable {
     }
 
     /// Reads every `NNN_name.sql` file in `directory`, sorted by version.
-    public static func load(from directory: String) throws(DatabaseError) -> [Migration] {
+    package static func load(from directory: String) throws(DatabaseError) -> [Migration] {
         let files: [String]
         do {
             files = try FileManager.default.contentsOfDirectory(atPath: directory)

@@ -8,7 +8,7 @@ extension Migrator {
     /// even through a pooler in transaction mode, which cannot pass them at start-up (see ``DatabaseSession``).
     /// Direct sessions still send their own. Needs the database's owner (the guide's `--role pushchat_owner`);
     /// returns a warning to print instead of failing when it is not.
-    public func setSessionDefaults(statementTimeout: Duration, lockTimeout: Duration) async -> String? {
+    package func setSessionDefaults(statementTimeout: Duration, lockTimeout: Duration) async -> String? {
         // Integers formatted by us, not text from outside: the statement is built with format()'s %I for the name.
         let sql = """
             DO $$ BEGIN

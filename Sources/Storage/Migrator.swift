@@ -7,21 +7,21 @@ import Support
 
 /// Applies numbered migrations in order, each inside its own transaction, and records them in `schema_migrations`.
 /// Running it again applies nothing; two migrators running at once serialise on an advisory lock.
-public struct Migrator: Sendable {
+package struct Migrator: Sendable {
     /// The state of one migration file against the database.
-    public struct Status: Sendable, Equatable {
-        public let version: Int
-        public let fileName: String
+    package struct Status: Sendable, Equatable {
+        package let version: Int
+        package let fileName: String
         /// When it was applied, or `nil` if pending.
-        public let appliedAt: Date?
+        package let appliedAt: Date?
         /// The file changed after it was applied.
-        public let modified: Bool
+        package let modified: Bool
         /// False for a version the database records but this release has no file for (a newer release applied it).
-        public var hasFile = true
+        package var hasFile = true
     }
 
     /// Whether a release's binaries and the database's schema go together (`migrate --check`).
-    public enum Fit: Sendable, Equatable {
+    package enum Fit: Sendable, Equatable {
         /// Every migration this release has is applied, and no other.
         case fits
         /// Every migration this release has is applied, and newer ones too: a newer release migrated. Its migrations
@@ -31,7 +31,7 @@ public struct Migrator: Sendable {
         case behind([String])
 
         /// The fit of the statuses `status()` returns.
-        public init(_ statuses: [Status]) {
+        package init(_ statuses: [Status]) {
             let pending = statuses.filter { $0.hasFile && $0.appliedAt == nil }.map(\.fileName)
             let unknown = statuses.filter { !$0.hasFile }.map(\.fileName)
             self = !pending.isEmpty ? .behind(pending) : unknown.isEmpty ? .fits : .ahead(unknown)
@@ -49,7 +49,7 @@ public struct Migrator: Sendable {
     /// running service): a waiting `ALTER TABLE` would queue every other statement on the table behind it.
     let lockTimeout: Duration
 
-    public init(connection: PostgresConnection, migrations: [Migration], lockTimeout: Duration = .seconds(5), logger: Logger) {
+    package init(connection: PostgresConnection, migrations: [Migration], lockTimeout: Duration = .seconds(5), logger: Logger) {
         self.connection = connection
         self.migrations = migrations
         self.lockTimeout = lockTimeout
@@ -58,7 +58,7 @@ public struct Migrator: Sendable {
 
     /// Applies every pending migration; returns those applied.
     @discardableResult
-    public func migrate() async throws(DatabaseError) -> [Migration] {
+    package func migrate() async throws(DatabaseError) -> [Migration] {
         do {
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
@@ -77,7 +77,7 @@ public struct Migrator: Sendable {
     }
 
     /// Every migration file, applied or pending, plus versions recorded in the database without a file.
-    public func status() async throws(DatabaseError) -> [Status] {
+    package func status() async throws(DatabaseError) -> [Status] {
         do {
             // Reads only (a role without rights on the schema may ask): no table yet means nothing applied.
             let exists = try await connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger)

@@ -5,26 +5,26 @@ import Support
 
 /// The provider API's reads and writes: key lookup, the device registry, notifications into `push_queue`, and their
 /// status.
-public struct ProviderStore: Sendable {
+package struct ProviderStore: Sendable {
     /// An API key that may make requests, with its limits (0: none).
-    public struct Key: Sendable, Equatable {
-        public let name: String
-        public let requestsPerMinute: Int
-        public let recipientsPerMinute: Int
+    package struct Key: Sendable, Equatable {
+        package let name: String
+        package let requestsPerMinute: Int
+        package let recipientsPerMinute: Int
         /// What it may do.
-        public var scopes: Set<KeyScope> = Set(KeyScope.allCases)
+        package var scopes: Set<KeyScope> = Set(KeyScope.allCases)
 
-        public func allows(_ scope: KeyScope) -> Bool { scopes.contains(scope) }
+        package func allows(_ scope: KeyScope) -> Bool { scopes.contains(scope) }
     }
 
     /// A registered device.
-    public struct Device: Sendable, Equatable {
-        public let token: String
-        public let user: String?
-        public let clientInfo: String?
-        public let registeredAt: Date
-        public let updatedAt: Date
-        public let lastBadge: Int?
+    package struct Device: Sendable, Equatable {
+        package let token: String
+        package let user: String?
+        package let clientInfo: String?
+        package let registeredAt: Date
+        package let updatedAt: Date
+        package let lastBadge: Int?
 
         /// From the row of ``ProviderStore/deviceColumns``.
         init(row: (String, String?, String?, Date, Date, Int32?)) {
@@ -34,7 +34,7 @@ public struct ProviderStore: Sendable {
     }
 
     /// Who a notification is for, as the statement selects them.
-    public enum Target: Sendable, Equatable {
+    package enum Target: Sendable, Equatable {
         case tokens([String])
         case users([String])
         case udids([String])
@@ -43,25 +43,25 @@ public struct ProviderStore: Sendable {
     }
 
     /// A notification to queue, one row per recipient token.
-    public struct Notification: Sendable {
-        public var id: UUID
-        public var keyName: String
-        public var target: Target
-        public var payload: String
-        public var pushType: String
-        public var priority: Int?
+    package struct Notification: Sendable {
+        package var id: UUID
+        package var keyName: String
+        package var target: Target
+        package var payload: String
+        package var pushType: String
+        package var priority: Int?
         /// Unix seconds; 0 means deliver once.
-        public var expiration: Int64?
-        public var collapseID: String?
-        public var topic: String?
+        package var expiration: Int64?
+        package var collapseID: String?
+        package var topic: String?
         /// The badge to note on registered devices, and whether devices already noted with it are skipped.
-        public var badge: Int?
-        public var onlyIfBadgeChanged: Bool
+        package var badge: Int?
+        package var onlyIfBadgeChanged: Bool
         /// The `Idempotency-Key` header and a hash of the body.
-        public var idempotencyKey: String?
-        public var requestHash: String
+        package var idempotencyKey: String?
+        package var requestHash: String
 
-        public init(
+        package init(
             id: UUID,
             keyName: String,
             target: Target,
@@ -93,7 +93,7 @@ public struct ProviderStore: Sendable {
     }
 
     /// What queueing did.
-    public enum QueueResult: Sendable, Equatable {
+    package enum QueueResult: Sendable, Equatable {
         /// Queued for this many recipients.
         case queued(recipients: Int)
         /// More recipients than `maxRecipients`: nothing written.
@@ -103,43 +103,43 @@ public struct ProviderStore: Sendable {
     }
 
     /// A notification sent earlier with the same idempotency key.
-    public struct Earlier: Sendable, Equatable {
-        public let id: UUID
-        public let recipients: Int
-        public let requestHash: String
+    package struct Earlier: Sendable, Equatable {
+        package let id: UUID
+        package let recipients: Int
+        package let requestHash: String
     }
 
     /// Counts of a notification's rows and its first failures.
-    public struct Status: Sendable, Equatable {
-        public struct Failure: Sendable, Equatable {
-            public let token: String
-            public let status: String?
-            public let reason: String
+    package struct Status: Sendable, Equatable {
+        package struct Failure: Sendable, Equatable {
+            package let token: String
+            package let status: String?
+            package let reason: String
         }
 
-        public let id: UUID
-        public let recipients: Int
-        public let sent: Int
-        public let failed: Int
-        public let pending: Int
-        public let failures: [Failure]
+        package let id: UUID
+        package let recipients: Int
+        package let sent: Int
+        package let failed: Int
+        package let pending: Int
+        package let failures: [Failure]
     }
 
     /// Most failures a status lists.
-    public static let failureLimit = 100
+    package static let failureLimit = 100
     /// How long an idempotency key answers with its first notification.
-    public static let idempotencyWindow = "24 hours"
+    package static let idempotencyWindow = "24 hours"
 
     let database: DatabaseClient
     let logger: Logger
 
-    public init(database: DatabaseClient, logger: Logger) {
+    package init(database: DatabaseClient, logger: Logger) {
         self.database = database
         self.logger = logger
     }
 
     /// The unrevoked key whose SHA-256 (hex) is `hash`.
-    public func key(hash: String) async throws -> Key? {
+    package func key(hash: String) async throws -> Key? {
         let rows = try await database.query(
             "SELECT name, requests_per_minute, recipients_per_minute, scopes FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL",
             logger: logger
@@ -152,7 +152,7 @@ public struct ProviderStore: Sendable {
 
     /// Registers the token (again): the user and client info are replaced and `updated_at` stamped (so the feedback
     /// job keeps it after an older report). Returns the device and whether it is new.
-    public func register(token: String, user: String?, clientInfo: String?, keyName: String) async throws -> (Device, created: Bool) {
+    package func register(token: String, user: String?, clientInfo: String?, keyName: String) async throws -> (Device, created: Bool) {
         let rows = try await database.query(
             """
             INSERT INTO devices AS d (device_token, user_ref, client_info, registered_by) VALUES (\(token), \(user), \(clientInfo), \(keyName))
@@ -172,13 +172,13 @@ public struct ProviderStore: Sendable {
     }
 
     /// Removes a registered device; whether it was registered.
-    public func unregister(token: String) async throws -> Bool {
+    package func unregister(token: String) async throws -> Bool {
         let rows = try await database.query("DELETE FROM devices WHERE device_token = \(token) RETURNING 1", logger: logger)
         return rows.count > 0
     }
 
     /// A user's registered devices, oldest registration first.
-    public func devices(user: String) async throws -> [Device] {
+    package func devices(user: String) async throws -> [Device] {
         let rows = try await database.query(
             "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE user_ref = \(user) ORDER BY registered_at, device_token LIMIT 1000",
             logger: logger
@@ -193,7 +193,7 @@ public struct ProviderStore: Sendable {
     static let deviceColumns = "device_token, user_ref, client_info, registered_at, updated_at, last_badge"
 
     /// The notification an idempotency key of this API key answers with, if it was used within 24 hours.
-    public func earlier(keyName: String, idempotencyKey: String) async throws -> Earlier? {
+    package func earlier(keyName: String, idempotencyKey: String) async throws -> Earlier? {
         let rows = try await database.query(
             """
             SELECT i.notification_id, n.recipients, i.request_hash FROM idempotency_keys i JOIN notifications n ON n.id = i.notification_id
@@ -211,7 +211,7 @@ public struct ProviderStore: Sendable {
     /// Queues the notification for its recipients (each token once) in one statement: the notification row, one
     /// `push_queue` row per recipient, the badge note, the idempotency key. Nothing is written when the recipients are
     /// more than `maxRecipients` (nil: no limit) or the idempotency key was taken meanwhile.
-    public func queue(_ notification: Notification, maxRecipients: Int?) async throws -> QueueResult {
+    package func queue(_ notification: Notification, maxRecipients: Int?) async throws -> QueueResult {
         let (kind, list, room): (String, [String], String?) =
             switch notification.target {
             case .tokens(let tokens): ("tokens", tokens, nil)
@@ -281,7 +281,7 @@ public struct ProviderStore: Sendable {
 
     /// A notification's counts (sent, failed, pending) and its first ``failureLimit`` failures; nil if unknown or
     /// queued by another key than `keyName`.
-    public func status(id: UUID, keyName: String) async throws -> Status? {
+    package func status(id: UUID, keyName: String) async throws -> Status? {
         let counts = try await database.query(
             """
             SELECT n.recipients,

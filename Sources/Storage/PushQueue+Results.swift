@@ -4,21 +4,21 @@ import Synchronization
 extension PushQueue {
     /// What a daemon learned about rows it holds, waiting to be recorded: sent, failed for good, given back,
     /// deferred (to try again later), and the tokens Apple called gone.
-    public struct Results: Sendable, Equatable {
-        public var sent: [Int64] = []
-        public var failed: [Failure] = []
-        public var released: [Int64] = []
-        public var invalidTokens: [InvalidToken] = []
-        public var deferred: [Deferral] = []
+    package struct Results: Sendable, Equatable {
+        package var sent: [Int64] = []
+        package var failed: [Failure] = []
+        package var released: [Int64] = []
+        package var invalidTokens: [InvalidToken] = []
+        package var deferred: [Deferral] = []
 
-        public init() {}
+        package init() {}
 
-        public var isEmpty: Bool { sent.isEmpty && failed.isEmpty && released.isEmpty && invalidTokens.isEmpty && deferred.isEmpty }
+        package var isEmpty: Bool { sent.isEmpty && failed.isEmpty && released.isEmpty && invalidTokens.isEmpty && deferred.isEmpty }
 
         /// Every row the results settle.
-        public var ids: [Int64] { sent + failed.map(\.messageID) + released + deferred.map(\.messageID) }
+        package var ids: [Int64] { sent + failed.map(\.messageID) + released + deferred.map(\.messageID) }
 
-        public mutating func merge(_ other: Results) {
+        package mutating func merge(_ other: Results) {
             sent += other.sent
             failed += other.failed
             released += other.released
@@ -32,7 +32,7 @@ extension PushQueue {
     ///
     /// Safe to repeat after an error whose outcome is unknown: each statement only changes rows this daemon still
     /// holds in the state it left them, and a token report is an upsert.
-    public func record(_ results: Results) async throws -> Int {
+    package func record(_ results: Results) async throws -> Int {
         var statements: [PostgresQuery] = []
         if !results.sent.isEmpty { statements.append(sentStatement(results.sent)) }
         if !results.failed.isEmpty { statements.append(Self.failedStatement(results.failed)) }

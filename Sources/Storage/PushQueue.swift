@@ -8,16 +8,16 @@ import Synchronization
 
 /// The push daemon's statements on `push_queue` and `invalid_tokens`: claim a batch under a lease, mark a batch
 /// sent or failed, give rows back, renew leases, and return rows whose daemon died. One statement per batch.
-public struct PushQueue: Sendable {
+package struct PushQueue: Sendable {
     /// A row that failed for good, with its reason.
-    public struct Failure: Sendable, Equatable {
-        public let messageID: Int64
-        public let status: String
-        public let reason: String
+    package struct Failure: Sendable, Equatable {
+        package let messageID: Int64
+        package let status: String
+        package let reason: String
         /// A short, bounded label for metrics (`invalid_token`, `BadDeviceToken`, …).
-        public let kind: String
+        package let kind: String
 
-        public init(messageID: Int64, status: String, reason: String, kind: String? = nil) {
+        package init(messageID: Int64, status: String, reason: String, kind: String? = nil) {
             self.messageID = messageID
             self.status = status
             self.reason = reason
@@ -26,13 +26,13 @@ public struct PushQueue: Sendable {
     }
 
     /// A device token APNs called invalid, for the feedback job.
-    public struct InvalidToken: Sendable, Equatable {
-        public let token: String
+    package struct InvalidToken: Sendable, Equatable {
+        package let token: String
         /// Apple's time; nil: the database's clock when recorded (never the daemon's).
-        public let reportedAt: Date?
-        public let source: String
+        package let reportedAt: Date?
+        package let source: String
 
-        public init(token: String, reportedAt: Date?, source: String) {
+        package init(token: String, reportedAt: Date?, source: String) {
             self.token = token
             self.reportedAt = reportedAt
             self.source = source
@@ -48,11 +48,11 @@ public struct PushQueue: Sendable {
     }
     let source: Source
     /// Who claims: `host:pid`, stored in `claimed_by`.
-    public let instance: String
+    package let instance: String
     let lease: Duration
     let logger: Logger
     /// When retryable answers stop being retried.
-    public var retryLimit = RetryLimit()
+    package var retryLimit = RetryLimit()
     /// Where this daemon's next claim starts (shared by its connections).
     let cursor: CursorBox
 
@@ -63,12 +63,12 @@ public struct PushQueue: Sendable {
     }
 
     /// `rescan`: how long a backlog may be claimed past rows behind the cursor (see ``ClaimCursor``).
-    public init(client: PostgresClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
+    package init(client: PostgresClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
         self.init(source: .pool(client), instance: instance, lease: lease, rescan: rescan, logger: logger)
     }
 
     /// A queue on `database`: each statement on the pool it has at the time, never waiting on a database that is away.
-    public init(database: DatabaseClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
+    package init(database: DatabaseClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
         self.init(source: .database(database), instance: instance, lease: lease, rescan: rescan, logger: logger)
     }
 
@@ -91,7 +91,7 @@ public struct PushQueue: Sendable {
     }
 
     /// Rows waiting to be sent, and how many seconds the oldest has waited (for metrics).
-    public func depth() async throws -> (count: Int, oldestAge: Double) {
+    package func depth() async throws -> (count: Int, oldestAge: Double) {
         let rows = try await run(
             """
             SELECT count(*), coalesce(extract(epoch FROM now() - min(time_queued)), 0)::float8
@@ -108,7 +108,7 @@ public struct PushQueue: Sendable {
     /// updated by their row address (`ctid`, a TID scan: no second index lookup per row). Held by this statement's
     /// lock, a locked row cannot move before the update; one that another session changed after this statement's
     /// snapshot is not updated and stays pending for the next claim.
-    public func claim(limit: Int) async throws -> [QueuedNotification] {
+    package func claim(limit: Int) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let after = cursor.value.withLock { $0.start(now: now) }
         let rows = try await run(
@@ -156,7 +156,7 @@ public struct PushQueue: Sendable {
     }
 
     /// Stamps `time_sent` on rows this daemon holds.
-    public func markSent(_ ids: [Int64]) async throws {
+    package func markSent(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         _ = try await run(sentStatement(ids))
     }
@@ -166,7 +166,7 @@ public struct PushQueue: Sendable {
     }
 
     /// Gives rows up for good, keeping the reason.
-    public func markFailed(_ failures: [Failure]) async throws {
+    package func markFailed(_ failures: [Failure]) async throws {
         guard !failures.isEmpty else { return }
         _ = try await run(Self.failedStatement(failures))
     }
@@ -180,7 +180,7 @@ public struct PushQueue: Sendable {
     }
 
     /// Puts rows back in the queue (not sent, to be claimed again), e.g. at shutdown.
-    public func release(_ ids: [Int64]) async throws {
+    package func release(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         _ = try await run(releaseStatement(ids))
         cursor.value.withLock { $0.rewind() }
@@ -191,13 +191,13 @@ public struct PushQueue: Sendable {
     }
 
     /// A row to try again later, with the answer that made it wait.
-    public struct Deferral: Sendable, Equatable {
-        public let messageID: Int64
-        public let delay: Duration
-        public let status: String
-        public let reason: String
+    package struct Deferral: Sendable, Equatable {
+        package let messageID: Int64
+        package let delay: Duration
+        package let status: String
+        package let reason: String
 
-        public init(messageID: Int64, delay: Duration, status: String, reason: String) {
+        package init(messageID: Int64, delay: Duration, status: String, reason: String) {
             self.messageID = messageID
             self.delay = delay
             self.status = status
@@ -206,14 +206,14 @@ public struct PushQueue: Sendable {
     }
 
     /// How long retryable answers (429, 5xx) are tried again before a row is failed.
-    public struct RetryLimit: Sendable, Equatable {
+    package struct RetryLimit: Sendable, Equatable {
         /// Attempts (writes to APNs) after which a retryable answer fails the row (`push_max_attempts`).
-        public var attempts: Int
+        package var attempts: Int
         /// Age after which a retryable answer fails a row that has no expiration of its own (or 0, "once")
         /// (`push_max_age`); a row with an expiration is failed `expired` once past it.
-        public var age: Duration
+        package var age: Duration
 
-        public init(attempts: Int = 10, age: Duration = .seconds(86_400)) {
+        package init(attempts: Int = 10, age: Duration = .seconds(86_400)) {
             self.attempts = attempts
             self.age = age
         }
@@ -223,7 +223,7 @@ public struct PushQueue: Sendable {
     /// why in `last_status`/`last_error`; a row past ``RetryLimit`` is failed instead (`last_error` says so).
     /// Returns how many were failed.
     @discardableResult
-    public func postpone(_ deferrals: [Deferral], limit: RetryLimit = RetryLimit()) async throws -> Int {
+    package func postpone(_ deferrals: [Deferral], limit: RetryLimit = RetryLimit()) async throws -> Int {
         guard !deferrals.isEmpty else { return 0 }
         return try Self.failedCount(await run(postponeStatement(deferrals, limit: limit)))
     }
@@ -262,7 +262,7 @@ public struct PushQueue: Sendable {
     }
 
     /// Extends the lease of rows still in flight.
-    public func renew(_ ids: [Int64]) async throws {
+    package func renew(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         _ = try await run(
             """
@@ -276,7 +276,7 @@ public struct PushQueue: Sendable {
     /// daemon still holds (`held`: written, their answers not yet recorded) stay with it whatever their lease says:
     /// after an outage longer than the lease they would otherwise be claimed and sent again.
     @discardableResult
-    public func reclaimExpired(keeping held: [Int64] = []) async throws -> Int {
+    package func reclaimExpired(keeping held: [Int64] = []) async throws -> Int {
         let rows = try await run(
             """
             UPDATE push_queue SET claimed_until = NULL
@@ -291,7 +291,7 @@ public struct PushQueue: Sendable {
     }
 
     /// Records tokens APNs called invalid (the newest report wins and is processed again).
-    public func recordInvalidTokens(_ tokens: [InvalidToken]) async throws {
+    package func recordInvalidTokens(_ tokens: [InvalidToken]) async throws {
         guard !tokens.isEmpty else { return }
         _ = try await run(Self.invalidTokensStatement(tokens))
     }

@@ -6,16 +6,16 @@ import Settings
 import Support
 
 /// Operator commands on `push_queue`: statistics, a test notification, retrying failed rows, and retention.
-public struct QueueAdmin: Sendable {
+package struct QueueAdmin: Sendable {
     /// What `queue stats` prints.
-    public struct Stats: Sendable, Equatable {
-        public var pending = 0
-        public var inFlight = 0
-        public var oldestPending: Date?
-        public var sentLastHour = 0
-        public var failedByReason: [(status: String, reason: String, count: Int)] = []
+    package struct Stats: Sendable, Equatable {
+        package var pending = 0
+        package var inFlight = 0
+        package var oldestPending: Date?
+        package var sentLastHour = 0
+        package var failedByReason: [(status: String, reason: String, count: Int)] = []
 
-        public static func == (lhs: Stats, rhs: Stats) -> Bool {
+        package static func == (lhs: Stats, rhs: Stats) -> Bool {
             lhs.pending == rhs.pending && lhs.inFlight == rhs.inFlight && lhs.oldestPending == rhs.oldestPending
                 && lhs.sentLastHour == rhs.sentLastHour
                 && lhs.failedByReason.map { "\($0.status)|\($0.reason)|\($0.count)" }
@@ -24,17 +24,17 @@ public struct QueueAdmin: Sendable {
     }
 
     /// Rows deleted per statement by `prune`, so no statement holds locks for long.
-    public static let pruneBatch = 10_000
+    package static let pruneBatch = 10_000
 
     let connection: PostgresConnection
     let logger: Logger
 
-    public init(connection: PostgresConnection, logger: Logger) {
+    package init(connection: PostgresConnection, logger: Logger) {
         self.connection = connection
         self.logger = logger
     }
 
-    public func stats() async throws -> Stats {
+    package func stats() async throws -> Stats {
         var stats = Stats()
         let rows = try await connection.query(
             """
@@ -67,7 +67,7 @@ public struct QueueAdmin: Sendable {
     }
 
     /// Queues `{"aps":{"alert":MESSAGE,"sound":"default"}}` for `token`, as the tutorial's `push_test.php` did.
-    public func queueTest(token: String, message: String) async throws -> Int64 {
+    package func queueTest(token: String, message: String) async throws -> Int64 {
         let payload = PushPayload.alert(message)
         let rows = try await connection.query(
             "INSERT INTO push_queue (device_token, payload) VALUES (\(token), \(payload)) RETURNING message_id",
@@ -78,7 +78,7 @@ public struct QueueAdmin: Sendable {
     }
 
     /// Puts failed rows (optionally only those with `last_status` = `status`) back in the queue; the count.
-    public func retryFailed(status: String?) async throws -> Int {
+    package func retryFailed(status: String?) async throws -> Int {
         let rows = try await connection.query(
             """
             WITH retried AS (
@@ -95,7 +95,7 @@ public struct QueueAdmin: Sendable {
     }
 
     /// Deletes sent and failed rows older than `age`, in batches; the count.
-    public func prune(olderThan age: Duration) async throws -> Int {
+    package func prune(olderThan age: Duration) async throws -> Int {
         let seconds = age.seconds
         var total = 0
         while true {
@@ -121,7 +121,7 @@ public struct QueueAdmin: Sendable {
 
     /// Deletes provider notifications older than `age` whose queue rows are all gone (pruned), and idempotency keys
     /// past their 24 hours; the counts.
-    public func pruneNotifications(olderThan age: Duration) async throws -> (notifications: Int, idempotencyKeys: Int) {
+    package func pruneNotifications(olderThan age: Duration) async throws -> (notifications: Int, idempotencyKeys: Int) {
         let notifications = try await deleteInBatches(
             age,
             """
@@ -141,15 +141,15 @@ public struct QueueAdmin: Sendable {
     }
 
     /// What retention deleted, by table.
-    public struct Retention: Sendable, Equatable {
-        public var messages = 0
-        public var tokenlessUsers = 0
-        public var invalidTokens = 0
+    package struct Retention: Sendable, Equatable {
+        package var messages = 0
+        package var tokenlessUsers = 0
+        package var invalidTokens = 0
     }
 
     /// Deletes, in batches, chat messages, users that never got a token, and handled invalid-token reports older than
     /// `settings` keep them (zero: keep forever).
-    public func pruneRetention(_ settings: RetentionSettings) async throws -> Retention {
+    package func pruneRetention(_ settings: RetentionSettings) async throws -> Retention {
         var result = Retention()
         result.messages = try await deleteInBatches(
             settings.messages,

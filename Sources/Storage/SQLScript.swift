@@ -7,11 +7,11 @@ import Support
 ///
 /// Semicolons inside string literals (`'…'`, `E'…'`), quoted identifiers (`"…"`), dollar-quoted bodies
 /// (`$$…$$`, `$tag$…$tag$`), line comments (`-- …`) and nested block comments (`/* … */`) do not split.
-public struct SQLScript: Sendable, Equatable {
+package struct SQLScript: Sendable, Equatable {
     /// The statements, trimmed, without their terminating semicolons; comment-only pieces are dropped.
-    public let statements: [String]
+    package let statements: [String]
 
-    public init(_ text: String) {
+    package init(_ text: String) {
         let bytes = Array(text.utf8)
         var statements: [String] = []
         var start = 0

@@ -1,17 +1,17 @@
 /// Exponential backoff with jitter for reconnects: each failure doubles the delay up to a cap; the actual wait is
 /// drawn from the upper half of the current delay, so many daemons do not reconnect in lockstep.
-public struct Backoff: Sendable {
-    public let initial: Duration
-    public let maximum: Duration
-    public private(set) var failures = 0
+package struct Backoff: Sendable {
+    package let initial: Duration
+    package let maximum: Duration
+    package private(set) var failures = 0
 
-    public init(initial: Duration = .seconds(1), maximum: Duration = .seconds(60)) {
+    package init(initial: Duration = .seconds(1), maximum: Duration = .seconds(60)) {
         self.initial = initial
         self.maximum = maximum
     }
 
     /// The delay before the next attempt, counting one more failure.
-    public mutating func next<Generator: RandomNumberGenerator>(using generator: inout Generator) -> Duration {
+    package mutating func next<Generator: RandomNumberGenerator>(using generator: inout Generator) -> Duration {
         let exponent = min(failures, 30)
         failures += 1
         var ceiling = initial * Double(1 << exponent)
@@ -20,11 +20,11 @@ public struct Backoff: Sendable {
         return ceiling * fraction
     }
 
-    public mutating func next() -> Duration {
+    package mutating func next() -> Duration {
         var generator = SystemRandomNumberGenerator()
         return next(using: &generator)
     }
 
     /// A success: the next failure starts from the initial delay again.
-    public mutating func reset() { failures = 0 }
+    package mutating func reset() { failures = 0 }
 }

@@ -6,17 +6,17 @@ import Darwin
 
 /// A client's IP address, as the limits key it: IPv4 whole, IPv6 by its /64 (one subscriber's network: a host
 /// picks any address in it, so keying by the full address would give it 2^64 budgets).
-public struct ClientAddress: Sendable, Hashable, CustomStringConvertible {
+package struct ClientAddress: Sendable, Hashable, CustomStringConvertible {
     /// 4 or 16 bytes.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
-    public init?(bytes: [UInt8]) {
+    package init?(bytes: [UInt8]) {
         guard bytes.count == 4 || bytes.count == 16 else { return nil }
         self.bytes = bytes
     }
 
     /// `203.0.113.7`, `2001:db8::1`, `::ffff:203.0.113.7` (an IPv4 client of a dual-stack socket: keyed as IPv4).
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let text = text.trimmingWhitespace()
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
@@ -33,14 +33,14 @@ public struct ClientAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var isIPv6: Bool { bytes.count == 16 }
+    package var isIPv6: Bool { bytes.count == 16 }
 
     /// The key of every limit: the address itself for IPv4, its /64 network for IPv6.
-    public var limitKey: String { limitKey(ipv6Prefix: 64) }
+    package var limitKey: String { limitKey(ipv6Prefix: 64) }
 
     /// The address itself for IPv4; for IPv6 its network of `ipv6Prefix` bits (`api_ipv6_prefix`: a /56 when the
     /// clients' providers hand whole /56s to subscribers), as `2001:db8:0:100::/56`.
-    public func limitKey(ipv6Prefix: Int) -> String {
+    package func limitKey(ipv6Prefix: Int) -> String {
         guard isIPv6 else { return description }
         var masked = bytes
         for index in 0..<16 {
@@ -52,7 +52,7 @@ public struct ClientAddress: Sendable, Hashable, CustomStringConvertible {
         return hextets.prefix(shown).joined(separator: ":") + (shown < 8 ? "::" : "") + "/\(ipv6Prefix)"
     }
 
-    public var description: String {
+    package var description: String {
         if !isIPv6 { return bytes.map(String.init).joined(separator: ".") }
         var storage = bytes
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
@@ -63,11 +63,11 @@ public struct ClientAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A network in CIDR notation (`10.0.0.0/8`, `::1/128`, or a single address), for `api_trusted_proxies`.
-public struct CIDR: Sendable, Hashable, CustomStringConvertible {
-    public let network: ClientAddress
-    public let prefixLength: Int
+package struct CIDR: Sendable, Hashable, CustomStringConvertible {
+    package let network: ClientAddress
+    package let prefixLength: Int
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.trimmingWhitespace().split(separator: "/", maxSplits: 1)
         guard let first = parts.first, let address = ClientAddress(String(first)) else { return nil }
         let bits = address.bytes.count * 8
@@ -82,7 +82,7 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
         prefixLength = length
     }
 
-    public func contains(_ address: ClientAddress) -> Bool {
+    package func contains(_ address: ClientAddress) -> Bool {
         guard address.bytes.count == network.bytes.count else { return false }
         var remaining = prefixLength
         for (lhs, rhs) in zip(address.bytes, network.bytes) where remaining > 0 {
@@ -93,28 +93,28 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
         return true
     }
 
-    public var description: String { "\(network)/\(prefixLength)" }
+    package var description: String { "\(network)/\(prefixLength)" }
 }
 
 /// Which address a request is from: the peer's, or, when the peer is a trusted proxy (`api_trusted_proxies`), the
 /// address it puts in `X-Forwarded-For` (the rightmost one not itself a trusted proxy: a client can write anything
 /// to the left).
-public struct ClientAddressResolver: Sendable {
-    public let trustedProxies: [CIDR]
+package struct ClientAddressResolver: Sendable {
+    package let trustedProxies: [CIDR]
     /// How many leading bits group IPv6 clients for the limits (`api_ipv6_prefix`, default 64).
-    public let ipv6Prefix: Int
+    package let ipv6Prefix: Int
 
-    public init(trustedProxies: [CIDR], ipv6Prefix: Int = 64) {
+    package init(trustedProxies: [CIDR], ipv6Prefix: Int = 64) {
         self.trustedProxies = trustedProxies
         self.ipv6Prefix = ipv6Prefix
     }
 
     /// The key the limits count `address` by.
-    public func limitKey(_ address: ClientAddress) -> String { address.limitKey(ipv6Prefix: ipv6Prefix) }
+    package func limitKey(_ address: ClientAddress) -> String { address.limitKey(ipv6Prefix: ipv6Prefix) }
 
-    public func isTrusted(_ address: ClientAddress) -> Bool { trustedProxies.contains { $0.contains(address) } }
+    package func isTrusted(_ address: ClientAddress) -> Bool { trustedProxies.contains { $0.contains(address) } }
 
-    public func client(peer: ClientAddress?, forwardedFor: String?) -> ClientAddress? {
+    package func client(peer: ClientAddress?, forwardedFor: String?) -> ClientAddress? {
         guard let peer, isTrusted(peer), let forwardedFor else { return peer }
         var client = peer
         for entry in forwardedFor.split(separator: ",").reversed() {

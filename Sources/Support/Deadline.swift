@@ -3,16 +3,16 @@ import NIOCore
 import NIOPosix
 
 /// The time limit ran out before the operation finished.
-public struct DeadlineExceeded: PushChatError {
-    public typealias Code = ErrorCode<DeadlineExceeded>
-    public var code: Code { .timedOut }
-    public let limit: Duration
-    public var reason: String { "no answer within \(limit)" }
-    public var description: String { reason }
+package struct DeadlineExceeded: PushChatError {
+    package typealias Code = ErrorCode<DeadlineExceeded>
+    package var code: Code { .timedOut }
+    package let limit: Duration
+    package var reason: String { "no answer within \(limit)" }
+    package var description: String { reason }
 }
 
 extension ErrorCode where Domain == DeadlineExceeded {
-    public static let timedOut = Self("timedOut")
+    package static let timedOut = Self("timedOut")
 }
 
 /// Runs `body`, cancelling it and throwing ``DeadlineExceeded`` if it takes longer than `limit`.
@@ -24,7 +24,7 @@ extension ErrorCode where Domain == DeadlineExceeded {
 /// dispatch timer in memory until the time it would have woken (swiftlang/swift#60441), so an API answering
 /// thousands of requests a second held tens of megabytes of finished deadlines and its RSS kept growing.
 @discardableResult
-public func withDeadline<T: Sendable>(
+package func withDeadline<T: Sendable>(
     _ limit: Duration,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {

@@ -1,15 +1,15 @@
 extension Duration {
     /// The duration in seconds, fractions included (SQL intervals, metrics, `Retry-After`).
-    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    package var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 
     /// Whole milliseconds, rounded down.
-    public var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+    package var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 
     /// Whole nanoseconds, rounded down (NIO's `TimeAmount`).
-    public var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+    package var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 
     /// `250 ms` or `1.5 s`, for log lines.
-    public var formatted: String {
+    package var formatted: String {
         milliseconds < 1000 ? "\(milliseconds) ms" : "\(Double(milliseconds) / 1000) s"
     }
 }

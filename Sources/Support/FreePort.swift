@@ -6,15 +6,15 @@ import Darwin
 
 /// A loopback TCP port the kernel hands out as free (bound, then released), for a child process to listen on
 /// (the benchmark, the tests). Another process may take it in between: callers retry or tolerate that.
-public enum FreePort {
-    public struct Unavailable: PushChatError {
-        public typealias Code = ErrorCode<Unavailable>
-        public var code: Code { .noPort }
-        public var reason: String { "the kernel handed out no free loopback port" }
-        public var description: String { reason }
+package enum FreePort {
+    package struct Unavailable: PushChatError {
+        package typealias Code = ErrorCode<Unavailable>
+        package var code: Code { .noPort }
+        package var reason: String { "the kernel handed out no free loopback port" }
+        package var description: String { reason }
     }
 
-    public static func loopback() throws(Unavailable) -> Int {
+    package static func loopback() throws(Unavailable) -> Int {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw Unavailable() }
         defer { close(descriptor) }
@@ -33,5 +33,5 @@ public enum FreePort {
 }
 
 extension ErrorCode where Domain == FreePort.Unavailable {
-    public static let noPort = Self("noPort")
+    package static let noPort = Self("noPort")
 }

@@ -1,8 +1,8 @@
 /// Hexadecimal digits, for device tokens (APNs) and percent-encoding (forms).
-public enum Hex {
+package enum Hex {
     /// The value of one hex digit (either case), or nil.
     @inlinable
-    public static func value(_ byte: UInt8) -> UInt8? {
+    package static func value(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10

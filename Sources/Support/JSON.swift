@@ -1,7 +1,7 @@
 /// A JSON value that keeps what the sender wrote: object members in their order, numbers as their literal text.
 /// Serializing a parsed value gives compact JSON with the same members in the same order, so a payload built from
 /// a request is the request's JSON, byte for byte, less its whitespace.
-public indirect enum JSON: Sendable, Equatable {
+package indirect enum JSON: Sendable, Equatable {
     case null
     case bool(Bool)
     /// The number's literal text, valid by RFC 8259's grammar (e.g. `-1.5e3`).
@@ -10,56 +10,56 @@ public indirect enum JSON: Sendable, Equatable {
     case array([JSON])
     case object([Member])
 
-    public struct Member: Sendable, Equatable {
-        public let key: String
-        public let value: JSON
+    package struct Member: Sendable, Equatable {
+        package let key: String
+        package let value: JSON
 
-        public init(_ key: String, _ value: JSON) {
+        package init(_ key: String, _ value: JSON) {
             self.key = key
             self.value = value
         }
     }
 
     /// The member named `key` of an object (nil for other values or a missing key).
-    public subscript(key: String) -> JSON? {
+    package subscript(key: String) -> JSON? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
     }
 
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let text) = self { return text }
         return nil
     }
 
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
-    public var members: [Member]? {
+    package var members: [Member]? {
         if case .object(let members) = self { return members }
         return nil
     }
 
-    public var elements: [JSON]? {
+    package var elements: [JSON]? {
         if case .array(let elements) = self { return elements }
         return nil
     }
 
     /// The value of a number written as an integer (no fraction, no exponent) that fits 64 bits.
-    public var integerValue: Int64? {
+    package var integerValue: Int64? {
         guard case .number(let literal) = self, !literal.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) else { return nil }
         return Int64(literal)
     }
 
     /// A number's value (nil for other values).
-    public var doubleValue: Double? {
+    package var doubleValue: Double? {
         guard case .number(let literal) = self else { return nil }
         return Double(literal)
     }
 
     /// What kind of value this is, for error messages ("a string", "an object", …).
-    public var kind: String {
+    package var kind: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -71,13 +71,13 @@ public indirect enum JSON: Sendable, Equatable {
     }
 
     /// Compact JSON text (no whitespace), members in their order, strings minimally escaped, UTF-8 kept.
-    public var serialized: String {
+    package var serialized: String {
         var output = ""
         write(to: &output)
         return output
     }
 
-    public func write(to output: inout String) {
+    package func write(to output: inout String) {
         switch self {
         case .null: output += "null"
         case .bool(let value): output += value ? "true" : "false"
@@ -104,26 +104,26 @@ public indirect enum JSON: Sendable, Equatable {
 }
 
 /// Why a text is not JSON: the byte offset and what was wrong there.
-public struct JSONParseError: PushChatError, Equatable {
-    public typealias Code = ErrorCode<JSONParseError>
-    public var code: Code { .malformed }
-    public let offset: Int
-    public let reason: String
-    public var description: String { "malformed JSON at byte \(offset): \(reason)" }
+package struct JSONParseError: PushChatError, Equatable {
+    package typealias Code = ErrorCode<JSONParseError>
+    package var code: Code { .malformed }
+    package let offset: Int
+    package let reason: String
+    package var description: String { "malformed JSON at byte \(offset): \(reason)" }
 }
 
 extension ErrorCode where Domain == JSONParseError {
-    public static let malformed = Self("malformed")
+    package static let malformed = Self("malformed")
 }
 
 extension JSON {
     /// Deepest nesting accepted: deeper input is refused rather than recursed into.
-    public static let maximumDepth = 32
+    package static let maximumDepth = 32
 
     /// Parses one JSON value (RFC 8259, UTF-8) surrounded by optional whitespace. Refuses, with the offset: invalid
     /// UTF-8, unpaired surrogates, control characters in strings, duplicate keys in an object, nesting deeper than
     /// ``maximumDepth``, and anything after the value.
-    public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(JSONParseError) -> JSON {
+    package static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(JSONParseError) -> JSON {
         var parser = JSONParser(bytes: Array(bytes))
         parser.skipWhitespace()
         let value = try parser.value(depth: 0)
@@ -132,7 +132,7 @@ extension JSON {
         return value
     }
 
-    public static func parse(_ text: String) throws(JSONParseError) -> JSON { try parse(Array(text.utf8)) }
+    package static func parse(_ text: String) throws(JSONParseError) -> JSON { try parse(Array(text.utf8)) }
 }
 
 struct JSONParser {

@@ -1,7 +1,7 @@
 /// Minimal JSON string escaping, keeping non-ASCII as UTF-8.
-public enum JSONText {
+package enum JSONText {
     /// `scalar` as it appears inside a JSON string.
-    public static func escape(_ scalar: Unicode.Scalar) -> String {
+    package static func escape(_ scalar: Unicode.Scalar) -> String {
         switch scalar {
         case "\"": return "\\\""
         case "\\": return "\\\\"
@@ -19,7 +19,7 @@ public enum JSONText {
     }
 
     /// `text` as a quoted JSON string.
-    public static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         var result = "\""
         for scalar in text.unicodeScalars {
             if scalar.value >= 0x20 && scalar != "\"" && scalar != "\\" {

@@ -1,6 +1,6 @@
 extension String {
     /// The string without leading and trailing spaces, tabs and newlines.
-    public func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         let scalars = unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
             let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
@@ -11,5 +11,5 @@ extension String {
 
 extension Substring {
     /// The substring without leading and trailing spaces, tabs and newlines.
-    public func trimmingWhitespace() -> String { String(self).trimmingWhitespace() }
+    package func trimmingWhitespace() -> String { String(self).trimmingWhitespace() }
 }

@@ -5,23 +5,23 @@ import Support
 
 /// Provider API keys: `pck_` and 43 base64url characters (256 random bits). Only their SHA-256 is stored, so a
 /// copy of the database does not hold usable keys.
-public enum APIKey {
-    public static let prefix = "pck_"
+package enum APIKey {
+    package static let prefix = "pck_"
 
     /// A new random key.
-    public static func generate() -> String {
+    package static func generate() -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         return prefix + Base64URL.encode(bytes)
     }
 
     /// The stored form: SHA-256 of the key's UTF-8, lower-case hex.
-    public static func hash(_ key: String) -> String {
+    package static func hash(_ key: String) -> String {
         DeviceToken.hex(SHA256.hash(data: Array(key.utf8)))
     }
 
     /// A key name: 1 to 64 of letters, digits, `.`, `-`, `_`, starting with a letter or digit.
-    public static func isValidName(_ name: String) -> Bool {
+    package static func isValidName(_ name: String) -> Bool {
         guard let first = name.utf8.first, name.utf8.count <= 64, isAlphanumeric(first) else { return false }
         return name.utf8.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
     }

@@ -6,26 +6,26 @@ import Storage
 import Support
 
 /// `POST /v1/notifications`, checked: who gets it, the payload and the HTTP/2 options.
-public struct NotificationRequest: Sendable, Equatable {
+package struct NotificationRequest: Sendable, Equatable {
     /// The furthest expiration accepted: 30 days (APNs stores a notification no longer, and a row waiting that long
     /// is a mistake more often than an intent).
     static let maxExpiration: Double = 30 * 86_400
     /// Who gets it: tokens, registered users' devices, chat users (by udid or room), or everyone.
-    public typealias Target = ProviderStore.Target
+    package typealias Target = ProviderStore.Target
 
     /// Most entries one `to` list may hold.
-    public static let maximumListCount = 10_000
+    package static let maximumListCount = 10_000
 
-    public let target: Target
-    public let payload: NotificationPayload
-    public let pushType: PushType
+    package let target: Target
+    package let payload: NotificationPayload
+    package let pushType: PushType
     /// nil: the daemon's default (5 for a background push).
-    public let priority: PushPriority?
+    package let priority: PushPriority?
     /// Unix seconds; 0: deliver once (do not store); nil: the daemon's `apns_expiry`.
-    public let expiration: Int64?
-    public let collapseID: String?
-    public let topic: String?
-    public let onlyIfBadgeChanged: Bool
+    package let expiration: Int64?
+    package let collapseID: String?
+    package let topic: String?
+    package let onlyIfBadgeChanged: Bool
 
     static let keys: Set<String> = [
         "to", "aps", "data", "push_type", "priority", "expiration", "collapse_id", "topic", "only_if_badge_changed",
@@ -33,7 +33,7 @@ public struct NotificationRequest: Sendable, Equatable {
 
     /// Checks a request body; `transport` decides the payload limit (the daemon's interface), `now` what an
     /// expiration in the past is.
-    public init(body: [UInt8], transport: APNsTransport, now: Date = Date()) throws(ProviderError) {
+    package init(body: [UInt8], transport: APNsTransport, now: Date = Date()) throws(ProviderError) {
         let json = try ProviderJSON.object(body)
         guard let members = json.members else { throw .invalid(nil, "the body must be a JSON object") }
         for member in members where !Self.keys.contains(member.key) {
@@ -177,18 +177,18 @@ public struct NotificationRequest: Sendable, Equatable {
 }
 
 /// `POST /v1/devices`: a token, optionally tied to a user, with the app's client-info string.
-public struct DeviceRegistration: Sendable, Equatable {
-    public let token: String
-    public let user: String?
-    public let clientInfo: String?
+package struct DeviceRegistration: Sendable, Equatable {
+    package let token: String
+    package let user: String?
+    package let clientInfo: String?
 
-    public init(token: String, user: String?, clientInfo: String?) {
+    package init(token: String, user: String?, clientInfo: String?) {
         self.token = token
         self.user = user
         self.clientInfo = clientInfo
     }
 
-    public init(body: [UInt8]) throws(ProviderError) {
+    package init(body: [UInt8]) throws(ProviderError) {
         let json = try ProviderJSON.object(body)
         guard let members = json.members else { throw .invalid(nil, "the body must be a JSON object") }
         for member in members where !["token", "user", "client_info"].contains(member.key) {
