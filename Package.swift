@@ -147,12 +147,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .executableTarget(
-            name: "Bench",
+        // The benchmark's figures, as a library: pushchat-bench only parses its options.
+        .target(
+            name: "Benchmarks",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "Storage", "Simulator", "Push", argumentParser, postgres, logging,
+                "Support", "Settings", "Observability", "APNs", "Storage", "Simulator", "Push", postgres, logging,
                 nioCore, nioPosix, nioHTTP1, nioSSL, nioConcurrencyHelpers,
             ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "Bench",
+            dependencies: ["Benchmarks", "Settings", "Storage", argumentParser, logging],
             swiftSettings: swiftSettings
         ),
         // libFuzzer entry points for the parsers of untrusted bytes (scripts/fuzz.sh); a corpus replayer otherwise.

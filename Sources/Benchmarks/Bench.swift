@@ -10,8 +10,8 @@ import Storage
 import Support
 
 /// One benchmark run: a fresh database, the simulator in this process, the daemon binaries as child processes.
-final class Bench: Sendable {
-    struct Figure: Sendable {
+package final class Bench: Sendable {
+    package struct Figure: Sendable {
         let name: String
         let value: String
         let target: String
@@ -394,7 +394,7 @@ final class Bench: Sendable {
         return 0
     }
 
-    static func printTable(_ figures: [Figure]) {
+    package static func printTable(_ figures: [Figure]) {
         let width = max(40, figures.map(\.name.count).max() ?? 0)
         let valueWidth = max(20, figures.map(\.value.count).max() ?? 0)
         func pad(_ text: String, _ count: Int) -> String { text + String(repeating: " ", count: max(0, count - text.count)) }
