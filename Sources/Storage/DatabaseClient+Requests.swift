@@ -18,6 +18,10 @@ extension DatabaseClient {
         let lease = NIOLockedValueBox(LeasePhase.waiting)
         let statementLimit = session.statementTimeout == .zero ? .seconds(60) : session.statementTimeout + .seconds(5)
         let answer = FirstAnswer<T>()
+        let leased = NIOLockedValueBox<PostgresConnection?>(nil)
+        let unknown: @Sendable (String) -> DatabaseError = { reason in
+            DatabaseError(code: .outcomeUnknown, context: "waiting for the database's answer", reason: reason)
+        }
         let work = Task {
             do {
                 let value = try await pool.withConnection { connection in
@@ -27,6 +31,7 @@ extension DatabaseClient {
                         return true
                     }
                     guard proceed else { throw CancellationError() }
+                    leased.withLockedValue { $0 = connection }
                     // The server's statement_timeout ends a statement before this; only a server that does not answer
                     // at all gets here: the connection is closed (its statement may still be running, so it is not
                     // given to anyone else) and the body fails.
@@ -34,6 +39,13 @@ extension DatabaseClient {
                         lease.withLockedValue { $0 = .overdue }
                         let closing: EventLoopFuture<Void> = connection.close()
                         closing.whenComplete { _ in }
+                        // postgres-nio does not always fail a query whose connection closes under it: the caller
+                        // hears now, whatever the abandoned work then does.
+                        answer.give(
+                            .failure(
+                                unknown("no answer within \(statementLimit.formatted); the statement may or may not have been carried out")
+                            )
+                        )
                     }
                     defer { overdue.cancel() }
                     do {
@@ -71,7 +83,20 @@ extension DatabaseClient {
                 answer.give(.failure(unavailable()))
             }
         }
-        let registration = health.whenDown(stopWaiting)
+        // The database went away: a request still waiting stops waiting; one whose connection the server closed under
+        // its statement hears that the outcome is unknown (postgres-nio never answers a query sent on a connection as
+        // it closes: a claim in flight when PostgreSQL restarted kept the push daemon waiting for ever).
+        let databaseDown: @Sendable () -> Void = {
+            stopWaiting()
+            guard lease.withLockedValue({ $0 }) == .leased, leased.withLockedValue({ $0?.isClosed }) == true else { return }
+            work.cancel()
+            answer.give(
+                .failure(
+                    unknown("the database closed the connection before it answered; the statement may or may not have been carried out")
+                )
+            )
+        }
+        let registration = health.whenDown(databaseDown)
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(leaseTimeout.nanoseconds), stopWaiting)
         defer {
             timer.cancel()
