@@ -187,7 +187,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PushTests",
-            dependencies: ["Push", "APNs", "Observability", "Storage", "Support", logging, nioConcurrencyHelpers],
+            dependencies: [
+                "Push", "APNs", "Observability", "Settings", "Storage", "Support", logging, nioConcurrencyHelpers, nioCore, nioHPACK,
+                nioPosix, nioSSL,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "SimulatorUnitTests", dependencies: ["Simulator"], swiftSettings: swiftSettings),

@@ -15,31 +15,57 @@ package struct BinaryEncoder: Sendable {
         self.priority = priority
     }
 
-    /// Appends the row's frame, or says why it can never be sent.
-    package func write(_ notification: QueuedNotification, into buffer: inout ByteBuffer, now: Date) -> UnsendableReason? {
+    /// One row's command 2 frame, checked and ready to write.
+    package struct Frame: Sendable {
+        package let notification: QueuedNotification
+        let token: [UInt8]
+        let expiry: UInt32
+        let priority: UInt8
+
+        /// Appends the frame.
+        package func write(into buffer: inout ByteBuffer) {
+            BinaryFrame.writeFrame(
+                into: &buffer,
+                token: token,
+                payload: notification.payload.utf8,
+                identifier: notification.wireIdentifier,
+                expiry: expiry,
+                priority: priority
+            )
+        }
+    }
+
+    /// The row's frame, or why it can never be sent.
+    package func frame(_ notification: QueuedNotification, now: Date) -> Result<Frame, UnsendableReason> {
         let tokenUTF8 = notification.deviceToken.utf8
         guard tokenUTF8.count == DeviceToken.binaryLength * 2, let token = DeviceToken.bytes(hex: notification.deviceToken) else {
-            return UnsendableReason(description: "device token is not \(DeviceToken.binaryLength * 2) hex digits")
+            return .failure(UnsendableReason(description: "device token is not \(DeviceToken.binaryLength * 2) hex digits"))
         }
         let payload = notification.payload.utf8
-        guard !payload.isEmpty else { return UnsendableReason(description: "empty payload") }
+        guard !payload.isEmpty else { return .failure(UnsendableReason(description: "empty payload")) }
         guard payload.count <= BinaryNotification.Format.frame.payloadLimit else {
-            return UnsendableReason(
-                description: "payload of \(payload.count) bytes exceeds the binary limit of \(BinaryNotification.Format.frame.payloadLimit)"
+            return .failure(
+                UnsendableReason(
+                    description:
+                        "payload of \(payload.count) bytes exceeds the binary limit of \(BinaryNotification.Format.frame.payloadLimit)"
+                )
             )
         }
         // A priority the binary interface does not know (1) is sent as the daemon's default.
         let priority =
             notification.priority.flatMap(PushPriority.init(rawValue:)).flatMap { $0.isBinary ? UInt8($0.rawValue) : nil } ?? self.priority
         let expiry = UInt32(clamping: notification.expiry(defaultExpiry: self.expiry, now: now))
-        BinaryFrame.writeFrame(
-            into: &buffer,
-            token: token,
-            payload: payload,
-            identifier: notification.wireIdentifier,
-            expiry: expiry,
-            priority: priority
-        )
-        return nil
+        return .success(Frame(notification: notification, token: token, expiry: expiry, priority: priority))
+    }
+
+    /// Appends the row's frame, or says why it can never be sent.
+    package func write(_ notification: QueuedNotification, into buffer: inout ByteBuffer, now: Date) -> UnsendableReason? {
+        switch frame(notification, now: now) {
+        case .success(let frame):
+            frame.write(into: &buffer)
+            return nil
+        case .failure(let reason):
+            return reason
+        }
     }
 }

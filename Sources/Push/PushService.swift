@@ -156,22 +156,16 @@ package final class PushService: Service, Sendable {
             for index in 1...max(1, connections) {
                 var logger = self.logger
                 if connections > 1 { logger[metadataKey: "push.connection"] = "\(index)" }
-                let worker: any PushWorker =
-                    switch transport {
-                    case .binary(let connector, let encoder):
-                        BinaryWorker(context: context, connector: connector, encoder: encoder, index: index, logger: logger)
-                    case .http2(let connector, let topic, let tokens):
-                        HTTP2Worker(
-                            context: context,
-                            connector: connector,
-                            topic: topic,
-                            tokens: tokens,
-                            index: index,
-                            logger: logger,
-                            demand: demand
-                        )
-                    }
-                workers.addTask { await worker.run() }
+                switch transport {
+                case .binary(let connector, let encoder):
+                    let destination = BinaryDestination(connector: connector, encoder: encoder, settings: configuration.push)
+                    let driver = SenderDriver(context: context, destination: destination, index: index, logger: logger)
+                    workers.addTask { await driver.run() }
+                case .http2(let connector, let topic, let tokens):
+                    let destination = HTTP2Destination(connector: connector, topic: topic, tokens: tokens, settings: configuration.push)
+                    let driver = SenderDriver(context: context, destination: destination, index: index, logger: logger, demand: demand)
+                    workers.addTask { await driver.run() }
+                }
             }
         }
     }

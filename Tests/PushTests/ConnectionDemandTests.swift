@@ -28,9 +28,9 @@ import Testing
 
     @Test func aSessionIsSaturatedWhenItsStreamsAreBusyAndRowsWait() {
         let row = QueuedNotification(messageID: 1, deviceToken: String(repeating: "ab", count: 32), payload: "{}")
-        var state = HTTP2Session.State()
+        var state = LinkSession.State()
         #expect(state.isIdle)
-        _ = state.allow(maxStreams: 8, window: 1000)
+        _ = state.allow(8, window: 1000)
         state.claimed(Array(repeating: row, count: 12))
         let first = state.nextBatch(batchSize: 100)
         #expect(first.count == 8)

@@ -1,35 +1,47 @@
 import APNs
 import NIOConcurrencyHelpers
 
-/// One HTTP/2 connection's work, shared by its claimer, writer and reader: a pure ``State`` (tested without
-/// sockets) behind a lock, changed only through ``update(_:)``, which wakes the tasks waiting for a change.
-final class HTTP2Session: Sendable {
-    /// Rows to send again, rows claimed ahead, the in-flight count and the stream limit, and every transition the
-    /// connection's events cause.
+/// One connection's work, shared by the driver's claimer, writer and reader (for every destination): a pure
+/// ``State`` (tested without sockets) behind a lock, changed only through ``update(_:)``, which wakes the tasks
+/// waiting for a change.
+final class LinkSession: Sendable {
+    /// Rows to send again, rows claimed ahead, the in-flight count and limit, and every transition the connection's
+    /// events cause.
     struct State: Equatable {
         /// Sent before anything else: unanswered, a refreshed token, left from the last connection.
         private(set) var retry: [QueuedNotification] = []
         /// Claimed ahead, waiting for a free stream.
         private(set) var ready: [QueuedNotification] = []
         private(set) var inFlight = 0
-        /// Streams used at once: 1 until the server's SETTINGS say more, never above ``ceiling``; halved when requests
-        /// time out (the server answers slower than that many allow), grown back by what is answered.
+        /// Requests in flight at once: never above ``ceiling``; halved when requests time out (the far end answers
+        /// slower than that many allow), grown back by what is answered (slow start after a connection dropped).
         private(set) var limit = 1
-        /// What the server allows (SETTINGS_MAX_CONCURRENT_STREAMS), capped by `push_window`.
+        /// What the far end allows (the link's initial window, then HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS), capped
+        /// by `push_window`.
         private(set) var ceiling = 1
         private(set) var answered = 0
+        /// Written on this connection and come back unanswered (sent again).
+        private(set) var unansweredCount = 0
         /// Still taking new work (false after GOAWAY, a lost connection or shutdown).
         private(set) var open = true
         /// Closed because it had no work for `apns_connection_idle` (an extra connection; no backoff, no alarm).
         private(set) var closedIdle = false
 
+        /// - Parameter retry: what the last connection left, sent first.
         init(retry: [QueuedNotification] = []) { self.retry = retry }
+
+        /// The connection is open: it allows `window` in flight (capped by `push_window`), and the last connection's end
+        /// left `limit` (``nextLimit(after:)``).
+        mutating func connected(window: Int, limit: Int) {
+            ceiling = max(1, window)
+            self.limit = max(1, min(limit, ceiling))
+        }
 
         /// Rows claimed for this connection.
         mutating func claimed(_ rows: [QueuedNotification]) { ready += rows }
 
-        /// A row to send first (a refreshed provider token).
-        mutating func retryFirst(_ row: QueuedNotification) { retry.append(row) }
+        /// Answered rows to send again first (a refreshed provider token, a gateway's processing error).
+        mutating func retryFirst(_ rows: [QueuedNotification]) { retry += rows }
 
         /// No new work: GOAWAY or shutdown. What is in flight is still answered.
         mutating func stop() { open = false }
@@ -40,11 +52,27 @@ final class HTTP2Session: Sendable {
             open = false
         }
 
+        /// The far end refused our credentials on this connection (said once per connection, not per row).
+        private(set) var credentialsLogged = false
+
+        /// Whether this is the connection's first refusal of our credentials.
+        mutating func credentialsRefused() -> Bool {
+            defer { credentialsLogged = true }
+            return !credentialsLogged
+        }
+
+        /// How the connection ended (nil while it is open).
+        private(set) var ending: LinkEnding?
+
         /// The connection ended; whether it was still taking work.
-        mutating func lost() -> Bool {
+        mutating func ended(_ ending: LinkEnding) -> Bool {
             defer { open = false }
+            self.ending = ending
             return open
         }
+
+        /// The next connection's starting limit (see ``nextLimit(after:)``).
+        var nextLimit: Int { nextLimit(after: ending ?? .dropped) }
 
         /// The next rows to write and marks them in flight: retries first, then claimed rows. Sent once an eighth of
         /// the streams allowed are free (or at once when nothing is in flight or retries wait), in pieces of at most
@@ -75,10 +103,11 @@ final class HTTP2Session: Sendable {
             open = false
         }
 
+        /// `count` requests were answered (whatever the verdicts): they free their places and grow the limit.
         mutating func answered(_ count: Int) {
             inFlight -= count
             answered += count
-            if limit < ceiling { limit = min(ceiling, limit + max(1, count / 2)) }
+            if count > 0, limit < ceiling { limit = min(ceiling, limit + max(1, count / 2)) }
         }
 
         /// Written, no answer within the request timeout: sent again, and half as many at once from now on (a
@@ -92,14 +121,31 @@ final class HTTP2Session: Sendable {
         /// Written, not answered (timeout, reset, GOAWAY): sent again.
         mutating func unanswered(_ items: [QueuedNotification]) {
             inFlight -= items.count
+            unansweredCount += items.count
             retry += items
         }
 
-        /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, capped by `window`; returns the new limit.
-        mutating func allow(maxStreams: Int, window: Int) -> Int {
-            ceiling = max(1, min(maxStreams, window))
+        /// What the far end allows now (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS), capped by `window`; returns the
+        /// new limit.
+        mutating func allow(_ allowed: Int, window: Int) -> Int {
+            ceiling = max(1, min(allowed, window))
             limit = ceiling
             return limit
+        }
+
+        /// The next connection's starting limit, by how this one ended. A connection that dropped with requests in
+        /// flight leaves it unknown how much arrived: start small again (half of what was lost, or one when nothing
+        /// was ever answered), so a far end that keeps dropping after a few requests still lets every row through.
+        /// One that stopped reading starts at half. Otherwise the limit stays.
+        func nextLimit(after ending: LinkEnding) -> Int {
+            switch ending {
+            case .dropped where unansweredCount > 0:
+                answered > 0 ? max(1, min(limit, unansweredCount) / 2) : 1
+            case .stalled:
+                max(1, min(limit, max(unansweredCount, 1)) / 2)
+            case .dropped, .orderly, .refused:
+                limit
+            }
         }
 
         /// Every stream this connection may use is busy (fewer than a quarter free) while rows wait for one: one
@@ -111,8 +157,10 @@ final class HTTP2Session: Sendable {
         /// Nothing in flight, nothing waiting.
         var isIdle: Bool { inFlight == 0 && retry.isEmpty && ready.isEmpty }
 
-        /// Whether the claimer should claim more: fewer rows ready than a window's worth (or half a batch).
-        func wantsClaim(batchSize: Int) -> Bool { open && ready.count < max(limit, batchSize / 2) }
+        /// Whether the claimer should claim more: fewer rows ready than a window's worth (at least half a batch, at
+        /// most a batch: a wide window is not claimed ahead whole, the rows would wait under lease that another
+        /// daemon could send).
+        func wantsClaim(batchSize: Int) -> Bool { open && ready.count < min(max(limit, batchSize / 2), batchSize) }
 
         /// What goes to the next connection, oldest first.
         var unsent: [QueuedNotification] { (retry + ready).sorted { $0.messageID < $1.messageID } }
@@ -124,7 +172,7 @@ final class HTTP2Session: Sendable {
     /// The session stopped taking new work (GOAWAY, connection lost, shutdown).
     let closing = QueueSignal()
 
-    init(carry: [QueuedNotification]) { state = NIOLockedValueBox(State(retry: carry)) }
+    init(_ state: State) { self.state = NIOLockedValueBox(state) }
 
     /// Changes the state and wakes whoever waits for it (and, when the session closes, whoever waits for that).
     func update<T>(_ body: (inout State) -> T) -> T { update(body, wakesIf: { _ in true }) }

@@ -5,7 +5,7 @@ import Settings
 import Storage
 import Support
 
-/// What both workers (binary and HTTP/2) do between connections and when they stop.
+/// What ``SenderDriver`` does between connections and when it stops.
 enum Reconnect {
     /// Waits out the next backoff delay before reconnecting. Queue NOTIFYs wake the wait but do not end it (a busy
     /// queue must not make the worker spin against a gateway that refuses it); shutdown does.

@@ -2,8 +2,9 @@ import Logging
 import Settings
 import Storage
 
-/// What every worker (binary or HTTP/2) shares with the others and the service: the queue, where results go, the
-/// rows held under lease, the wake-up and shutdown signals, the figures and the readiness status.
+/// What every connection's ``SenderDriver`` (whatever its destination) shares with the others and the service: the
+/// queue, where results go, the rows held under lease, the wake-up and shutdown signals, the figures and the
+/// readiness status.
 struct WorkerContext: Sendable {
     let settings: PushSettings
     let pollInterval: Duration

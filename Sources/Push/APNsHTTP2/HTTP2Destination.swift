@@ -1,0 +1,133 @@
+import APNs
+import Foundation
+import NIOCore
+import Settings
+
+/// Apple's HTTP/2 provider API as a ``Destination``: a stream per notification, token (ES256 provider token, renewed
+/// and refreshed on `ExpiredProviderToken`) or certificate authentication, answers classified as Apple documents them.
+struct HTTP2Destination: Destination {
+    let connector: HTTP2Connector
+    let topic: String
+    /// With token authentication: the current provider token.
+    let tokens: ProviderTokenCache?
+    let settings: PushSettings
+
+    var endpoint: String { "\(connector.endpoint)" }
+    var interface: String { " (HTTP/2)" }
+
+    func withLink<Result: Sendable>(_ body: (HTTP2Link) async -> Result) async throws -> Result {
+        let (channel, handler, events) = try await connector.connect()
+        let link = HTTP2Link(destination: self, channel: channel, handler: handler, events: events)
+        let result = await body(link)
+        await link.close()
+        return result
+    }
+
+    func encode(_ row: QueuedNotification, now: Date) -> Encoding<HTTP2Request> {
+        var token: (token: String, generation: Int)?
+        if let tokens {
+            do {
+                token = try tokens.current(now: now)
+            } catch {
+                return .notNow("Cannot sign a provider token: \(error)")
+            }
+        }
+        let notification: HTTP2Notification
+        do {
+            notification = try HTTP2Notification(
+                row,
+                topic: topic,
+                defaultPriority: Int(settings.priority),
+                defaultExpiry: settings.expirySeconds,
+                now: now
+            )
+        } catch {
+            return .invalid(error.description)
+        }
+        return .request(
+            HTTP2Request(
+                notification: row,
+                headers: HTTP2Request.headerBlock(notification, authority: connector.authority, bearer: token?.token),
+                body: ByteBuffer(string: row.payload),
+                tokenGeneration: token?.generation ?? 0
+            )
+        )
+    }
+
+    /// What an answer means, as Apple documents it (``HTTP2Result/verdict``); keeps the provider token's state.
+    func verdict(_ answer: HTTP2Answer, for row: QueuedNotification) -> Verdict {
+        let result = answer.result
+        let status = "\(result.status)"
+        let reason = result.reason ?? "HTTP \(result.status)"
+        switch result.verdict {
+        case .sent:
+            tokens?.accepted(generation: answer.request.tokenGeneration)
+            return .sent
+        case .unregistered(let since):
+            return .unregistered(status: status, reason: reason, since: since, source: "http2 \(result.statusText)")
+        case .wrongEnvironment:
+            return .failed(Verdict.Failure(status: status, reason: reason, kind: reason, wrongEnvironment: true))
+        case .failed:
+            return .failed(Verdict.Failure(status: status, reason: reason, kind: reason))
+        case .retryLater:
+            return .retryLater(after: result.status == 429 ? .seconds(5) : .seconds(2), status: status, reason: reason)
+        case .expiredToken:
+            if (try? tokens?.expired(generation: answer.request.tokenGeneration)) == true {
+                return .again(reason: "APNs called the provider token expired; made a new one", countsAsRetry: false)
+            }
+            return .credentialsRefused(
+                status: status,
+                reason: reason,
+                message: "APNs refuses even a fresh provider token (ExpiredProviderToken): is the clock right?"
+            )
+        case .authenticationFailed:
+            return .credentialsRefused(
+                status: status,
+                reason: reason,
+                message:
+                    "APNs refused our credentials: \(result.statusText). Check PUSHCHAT_APNS_KEY_ID, _TEAM_ID, _KEY_FILE or the certificate"
+            )
+        }
+    }
+}
+
+/// One HTTP/2 connection: ``HTTP2ClientHandler`` writes the streams and reports their answers.
+struct HTTP2Link: DestinationLink {
+    let destination: HTTP2Destination
+    let channel: any Channel
+    let handler: NIOLoopBound<HTTP2ClientHandler>
+    let events: AsyncStream<HTTP2Event>
+
+    /// One stream until the server's SETTINGS say how many.
+    var initialWindow: Int { 1 }
+    var drainTimeout: Duration { destination.settings.requestTimeout + .seconds(1) }
+
+    func run(_ report: @escaping @Sendable (LinkEvent) -> Void) async {
+        var closed = false
+        for await event in events {
+            switch event {
+            case .answered(let answers):
+                report(.answered(answers.map { Answer($0.request.notification, destination.verdict($0, for: $0.request.notification)) }))
+            case .unanswered(let requests, let reason):
+                report(.unanswered(requests.map(\.notification), reason: reason))
+            case .timedOut(let requests, let timeout):
+                report(.timedOut(requests.map(\.notification), after: timeout))
+            case .maxStreams(let value):
+                report(.window(value))
+            case .goingAway:
+                report(.goingAway)
+            case .closed(let reason):
+                closed = true
+                report(.closed(reason, .dropped))
+            }
+        }
+        if !closed { report(.closed("the connection ended", .dropped)) }
+    }
+
+    func send(_ requests: [HTTP2Request]) async -> Bool {
+        let handler = self.handler
+        return (try? await handler.eventLoop.submit { handler.value.send(requests) }.get()) == true
+    }
+
+    func close() async { try? await channel.close() }
+}

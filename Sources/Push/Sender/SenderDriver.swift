@@ -1,0 +1,208 @@
+import APNs
+import Foundation
+import Logging
+import Metrics
+import Settings
+import Storage
+import Support
+
+/// The one loop every destination's connections run in: one kept-open connection at a time, fed from the shared
+/// queue, reconnecting with backoff until graceful shutdown.
+///
+/// Per connection, three tasks share a ``LinkSession``: a claimer keeps rows claimed ahead of the free places (under
+/// lease from the moment they are claimed), a writer encodes and sends them (as many in flight as the link allows),
+/// and a reader takes the link's events and records each answer by its ``Verdict``. What the connection leaves
+/// unanswered or claimed ahead goes first on the next one; at shutdown it goes back to the queue.
+struct SenderDriver<D: Destination>: Sendable {
+    let context: WorkerContext
+    let destination: D
+    /// This connection's number (1…), the `connection` label of its metrics.
+    let index: Int
+    /// The service's logger, with `push.connection` when there are several.
+    let logger: Logger
+    /// Shared by the daemon's connections when extra ones open on demand: connection 1 is always open, the others
+    /// open while the open ones are saturated and close when idle (nil: this connection is always open).
+    var demand: ConnectionDemand? = nil
+
+    var settings: PushSettings { context.settings }
+    var outcomes: Outcomes { context.outcomes }
+    var signal: QueueSignal { context.signal }
+    var shutdown: ShutdownFlag { context.shutdown }
+    var metrics: PushMetrics { context.metrics }
+    var status: PushStatus { context.status }
+
+    /// Opens only on demand and closes when idle.
+    var isElastic: Bool { demand != nil && index > 1 }
+
+    /// Runs until graceful shutdown, then gives back what it holds.
+    func run() async {
+        var backoff = Backoff()
+        var carry: [QueuedNotification] = []
+        var limit = Int.max
+        var attempts = 0
+        let inFlight = metrics.inFlight(connection: index)
+        while !shutdown.isRequested {
+            if let demand, isElastic, carry.isEmpty {
+                // Dormant until every open connection is saturated while rows wait.
+                guard await waitForDemand(demand) else { break }
+                logger.info("The open connections are saturated: opening connection \(index)")
+            }
+            logger.info("Connecting to \(destination.endpoint)\(destination.interface)")
+            if attempts > 0 { metrics.reconnects.increment() }
+            attempts += 1
+            // The session exists before the connection does: what it holds is never lost with a connection that
+            // could not be opened, or whose closing failed.
+            let session = LinkSession(.init(retry: carry))
+            carry = []
+            var opened = false
+            do {
+                try await destination.withLink { link in
+                    opened = true
+                    session.update { $0.connected(window: min(link.initialWindow, settings.window), limit: limit) }
+                    await run(link, session: session, inFlight: inFlight)
+                }
+            } catch  where !opened {
+                logger.error("Cannot connect to \(destination.endpoint): \(GatewayError.describe(error))")
+            } catch {
+                logger.warning("Closing the connection failed: \(GatewayError.describe(error))")
+            }
+            let (unsent, answered, idle, ending, next) = session.read { ($0.unsent, $0.answered, $0.closedIdle, $0.ending, $0.nextLimit) }
+            carry = unsent
+            if opened { limit = next }
+            if idle {
+                logger.info(
+                    "Connection \(index) idle for \(settings.connectionIdle.formatted): closed until the others are saturated again"
+                )
+                backoff.reset()
+                continue
+            }
+            let progressed = answered > 0 || ending == .orderly
+            guard await Reconnect.next(&backoff, progressed: progressed, signal: signal, shutdown: shutdown, logger: logger) else {
+                break
+            }
+        }
+        Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
+    }
+
+    /// Waits until `demand` wants this connection open (true) or shutdown (false).
+    private func waitForDemand(_ demand: ConnectionDemand) async -> Bool {
+        while !shutdown.isRequested {
+            if demand.wants(index) { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    // MARK: One connection
+
+    /// The connection's claimer, writer and reader, until the link has reported its end.
+    private func run(_ link: D.Link, session: LinkSession, inFlight: Meter) async {
+        logger.info("Connection OK\(destination.interface)")
+        demand?.opened(index)
+        status.connectionOpened()
+        metrics.connected.increment()
+        // The reader runs until the link's events end (every request is accounted for by then); the writer until the
+        // session closes, then it waits for the answers in flight and closes the connection.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await link.run { event in read(event, session: session) } }
+            group.addTask { await write(link, session: session, inFlight: inFlight) }
+            group.addTask { await claim(session: session) }
+            await group.waitForAll()
+        }
+        metrics.connected.decrement()
+        status.connectionClosed()
+        demand?.closed(index)
+        inFlight.set(0)
+    }
+
+    private func write(_ link: D.Link, session: LinkSession, inFlight: Meter) async {
+        var idleSince: ContinuousClock.Instant?
+        while session.isOpen {
+            let wakeGeneration = session.wake.generation
+            let queueGeneration = signal.generation
+            if shutdown.isRequested {
+                // Stop sending; what is claimed is given back after the answers in flight (below).
+                session.update { $0.stop() }
+                break
+            }
+            // Taking rows from `ready` wakes the claimer to claim more; taking none wakes nobody.
+            let (batch, count, saturated, idle) = session.update(
+                { state in
+                    (state.nextBatch(batchSize: settings.batchSize), state.inFlight, state.isSaturated, state.isIdle)
+                },
+                wakesIf: { !$0.0.isEmpty }
+            )
+            inFlight.set(count)
+            demand?.report(index, saturated: saturated)
+            if isElastic {
+                if !idle {
+                    idleSince = nil
+                } else if let since = idleSince, since.duration(to: .now) >= settings.connectionIdle {
+                    session.update { $0.closeIdle() }
+                    break
+                } else if idleSince == nil {
+                    idleSince = .now
+                }
+            }
+            if batch.isEmpty {
+                await QueueSignal.wait(for: [(session.wake, wakeGeneration), (signal, queueGeneration)], timeout: .seconds(1))
+                continue
+            }
+            let requests = prepare(batch)
+            if requests.count < batch.count { session.update { $0.withdraw(batch.count - requests.count) } }
+            guard !requests.isEmpty else { continue }
+            if await !link.send(requests.map(\.request)) {
+                session.update { $0.notTaken(requests.map(\.row)) }
+            }
+        }
+        // Closing: wait (bounded) for the answers to what is in flight, then hang up; what stays unanswered comes
+        // back through the reader.
+        let deadline = ContinuousClock.now + link.drainTimeout
+        while ContinuousClock.now < deadline {
+            let generation = session.wake.generation
+            if session.read(\.inFlight) <= 0 { break }
+            await session.wake.wait(after: generation, timeout: min(.milliseconds(100), deadline - .now))
+        }
+        inFlight.set(0)
+        await link.close()
+    }
+
+    /// Keeps rows claimed ahead of the free places (a window's worth, at most a batch), so sending never waits for
+    /// PostgreSQL: claims of `push_batch_size` rows run while earlier rows are on the wire. Claimed rows are held
+    /// under lease by ``HeldRows`` from the moment PostgreSQL returns them.
+    private func claim(session: LinkSession) async {
+        var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
+        while !shutdown.isRequested {
+            let wakeGeneration = session.wake.generation
+            let closingGeneration = session.closing.generation
+            let queueGeneration = signal.generation
+            let (open, wanted) = session.read { ($0.open, $0.wantsClaim(batchSize: settings.batchSize)) }
+            guard open else { return }
+            if !wanted {
+                await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
+                continue
+            }
+            do {
+                let claimed = try await context.held.claim(from: context.queue, limit: settings.batchSize, timer: metrics.claimDuration)
+                databaseBackoff.reset()
+                if claimed.isEmpty {
+                    // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
+                    await QueueSignal.wait(
+                        for: [(signal, queueGeneration), (session.closing, closingGeneration)],
+                        timeout: context.pollInterval
+                    )
+                    continue
+                }
+                session.update { $0.claimed(claimed) }
+            } catch {
+                if databaseBackoff.failures == 0 {
+                    logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
+                }
+                await QueueSignal.wait(
+                    for: [(signal, queueGeneration), (session.closing, closingGeneration)],
+                    timeout: databaseBackoff.next()
+                )
+            }
+        }
+    }
+}

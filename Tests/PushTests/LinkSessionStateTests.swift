@@ -1,0 +1,133 @@
+import Testing
+
+@testable import APNs
+@testable import Push
+
+/// A connection's state in the sender core, without sockets: which rows go out when, and what comes back.
+@Suite struct LinkSessionStateTests {
+    static func rows(_ ids: ClosedRange<Int64>) -> [QueuedNotification] {
+        ids.map { QueuedNotification(messageID: $0, deviceToken: String(repeating: "ab", count: 32), payload: "{}") }
+    }
+
+    @Test func oneStreamUntilTheServerSaysMoreThenRetriesFirstOnceAnEighthIsFree() {
+        var state = LinkSession.State(retry: Self.rows(1...2))
+        state.claimed(Self.rows(3...40))
+        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == [1], "one stream before SETTINGS")
+        #expect(state.nextBatch(batchSize: 100).isEmpty, "the one stream is busy")
+        #expect(state.allow(1000, window: 16) == 16, "never above push_window")
+        // 15 free of 16 and a retry waits: it goes at once, with claimed rows behind it.
+        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == Array(2...16))
+        #expect(state.inFlight == 16)
+        state.answered(1)
+        #expect(state.nextBatch(batchSize: 100).isEmpty, "1 free stream is less than an eighth (2) of 16")
+        state.answered(1)
+        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == [17, 18])
+        #expect(state.answered == 2)
+    }
+
+    @Test func aLargeWindowIsWrittenInPiecesOfAnEighth() {
+        var state = LinkSession.State()
+        _ = state.allow(1000, window: 1000)
+        state.claimed(Self.rows(1...2000))
+        var pieces: [[Int64]] = []
+        while case let piece = state.nextBatch(batchSize: 2000), !piece.isEmpty { pieces.append(piece.map(\.messageID)) }
+        #expect(pieces.map(\.count) == Array(repeating: 125, count: 8), "the window in eight pieces, not one batch")
+        #expect(pieces.joined().elementsEqual(1...1000), "in order")
+        state.answered(124)
+        #expect(state.nextBatch(batchSize: 2000).isEmpty, "124 free streams are less than an eighth")
+        state.answered(1)
+        #expect(state.nextBatch(batchSize: 2000).map(\.messageID) == Array(1001...1125))
+    }
+
+    @Test func aSmallerWindowGoesInPiecesOfAtLeast64() {
+        var state = LinkSession.State()
+        _ = state.allow(100, window: 100)
+        state.claimed(Self.rows(1...300))
+        #expect(state.nextBatch(batchSize: 2000).count == 64, "an eighth would be 12: pieces of 64")
+        #expect(state.nextBatch(batchSize: 2000).count == 36)
+        #expect(state.nextBatch(batchSize: 2000).isEmpty)
+    }
+
+    @Test func unansweredRowsAreSentAgainBeforeNewOnes() {
+        var state = LinkSession.State()
+        _ = state.allow(4, window: 100)
+        state.claimed(Self.rows(1...8))
+        let first = state.nextBatch(batchSize: 100)
+        #expect(first.map(\.messageID) == [1, 2, 3, 4])
+        state.unanswered(Array(first.suffix(2)))
+        #expect(state.inFlight == 2)
+        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == [3, 4])
+    }
+
+    @Test func aConnectionThatTakesNothingClosesTheSessionAndKeepsEverythingInOrder() {
+        var state = LinkSession.State(retry: Self.rows(5...5))
+        _ = state.allow(10, window: 10)
+        state.claimed(Self.rows(1...3))
+        let batch = state.nextBatch(batchSize: 100)
+        state.notTaken(batch)
+        #expect(!state.open)
+        #expect(state.inFlight == 0)
+        #expect(!state.wantsClaim(batchSize: 100), "a closed session claims nothing")
+        #expect(state.unsent.map(\.messageID) == [1, 2, 3, 5], "oldest first for the next connection")
+    }
+
+    @Test func theClaimerKeepsAWindowOfRowsReady() {
+        var state = LinkSession.State()
+        _ = state.allow(1000, window: 1000)
+        #expect(state.wantsClaim(batchSize: 2000))
+        state.claimed(Self.rows(1...1000))
+        #expect(!state.wantsClaim(batchSize: 2000))
+        state.withdraw(0)
+        #expect(state.inFlight == 0)
+    }
+
+    @Test func aWideWindowIsNotClaimedAheadWhole() {
+        var state = LinkSession.State()
+        state.connected(window: 100_000, limit: .max)
+        #expect(state.limit == 100_000)
+        state.claimed(Self.rows(1...1999))
+        #expect(state.wantsClaim(batchSize: 2000), "less than a batch ready")
+        state.claimed(Self.rows(2000...2000))
+        #expect(!state.wantsClaim(batchSize: 2000), "a batch ahead is enough: the rest stays for other daemons")
+    }
+
+    @Test func theNextConnectionStartsByHowThisOneEnded() {
+        func ended(_ ending: LinkEnding, answered: Int, lost: Int) -> Int {
+            var state = LinkSession.State()
+            state.connected(window: 100, limit: 40)
+            state.claimed(Self.rows(1...Int64(answered + lost)))
+            _ = state.nextBatch(batchSize: 1000)
+            state.answered(answered)
+            // 40 + answered / 2, capped by the window
+            state.unanswered(Array(Self.rows(1...Int64(max(lost, 1))).prefix(lost)))
+            _ = state.ended(ending)
+            return state.nextLimit
+        }
+        // 30 answered: the limit grew to 55; 10 lost without a word: start again at half of them.
+        #expect(ended(.dropped, answered: 30, lost: 10) == 5)
+        #expect(ended(.dropped, answered: 0, lost: 3) == 1, "dropped before anything was answered: one at a time")
+        #expect(ended(.dropped, answered: 5, lost: 0) == 42, "nothing lost: the limit stays")
+        #expect(ended(.refused, answered: 0, lost: 3) == 40, "refused credentials say nothing about the far end's pace")
+        #expect(ended(.stalled, answered: 0, lost: 30) == 15, "stopped reading: half of what was out")
+        #expect(ended(.orderly, answered: 2, lost: 8) == 41, "an error response or GOAWAY: the limit stays")
+    }
+
+    @Test func answersGrowTheLimitUpToTheCeiling() {
+        var state = LinkSession.State()
+        state.connected(window: 10, limit: 2)
+        state.claimed(Self.rows(1...20))
+        #expect(state.nextBatch(batchSize: 100).count == 2, "slow start: the limit, not the window")
+        state.answered(2)
+        #expect(state.limit == 3)
+        #expect(state.allow(1000, window: 10) == 10, "what the far end allows, capped by push_window")
+        state.answered(8)
+        #expect(state.limit == 10)
+    }
+
+    @Test func credentialsRefusedAreSaidOncePerConnection() {
+        var state = LinkSession.State()
+        let first = state.credentialsRefused()
+        let second = state.credentialsRefused()
+        #expect(first && !second)
+    }
+}
