@@ -87,6 +87,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "APNsTransport",
+            dependencies: [
+                "APNs", "Support", "Settings", logging, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, nioConcurrencyHelpers,
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "Storage",
             dependencies: [
                 "Support", "Settings", "APNs", postgres, logging, serviceLifecycle, nioCore, nioPosix, nioSSL, nioConcurrencyHelpers,
@@ -105,7 +112,7 @@ let package = Package(
         .target(
             name: "Push",
             dependencies: [
-                "Support", "Settings", "Observability", "HTTPServing", "APNs", "Storage",
+                "Support", "Settings", "Observability", "HTTPServing", "APNs", "APNsTransport", "Storage",
                 hummingbird, postgres, serviceLifecycle, logging, metrics, coreMetrics, nioCore, nioPosix, nioSSL, nioHTTP2, nioHPACK,
                 nioConcurrencyHelpers,
             ],
@@ -113,13 +120,16 @@ let package = Package(
         ),
         .target(
             name: "Feedback",
-            dependencies: ["Support", "Settings", "Observability", "APNs", "Storage", postgres, nioCore, nioSSL, logging, coreMetrics],
+            dependencies: [
+                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", postgres, nioCore, nioSSL, logging, coreMetrics,
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "Simulator",
             dependencies: [
-                "Support", "Settings", "APNs", hummingbird, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, crypto, serviceLifecycle,
+                "Support", "Settings", "APNs", "APNsTransport", hummingbird, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, crypto,
+                serviceLifecycle,
                 logging, nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
@@ -151,7 +161,7 @@ let package = Package(
         .target(
             name: "Benchmarks",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "Storage", "Simulator", "Push", postgres, logging,
+                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "Simulator", "Push", postgres, logging,
                 nioCore, nioPosix, nioHTTP1, nioSSL, nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
@@ -173,7 +183,7 @@ let package = Package(
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Support", logging, nioSSL], swiftSettings: swiftSettings),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, crypto],
+            dependencies: ["APNs", "APNsTransport", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, crypto],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Settings", postgres], swiftSettings: swiftSettings),
@@ -188,7 +198,8 @@ let package = Package(
         .testTarget(
             name: "PushTests",
             dependencies: [
-                "Push", "APNs", "Observability", "Settings", "Storage", "Support", logging, nioConcurrencyHelpers, nioCore, nioHPACK,
+                "Push", "APNs", "APNsTransport", "Observability", "Settings", "Storage", "Support", logging, nioConcurrencyHelpers, nioCore,
+                nioHPACK,
                 nioPosix, nioSSL,
             ],
             swiftSettings: swiftSettings
@@ -197,7 +208,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "Storage", "API", "APIServer", "Simulator", "Push", "Feedback",
+                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "API", "APIServer", "Simulator", "Push",
+                "Feedback",
                 .product(name: "HummingbirdTesting", package: "hummingbird"), hummingbird, httpTypes, logging, serviceLifecycle,
                 nioConcurrencyHelpers, postgres, nioCore, nioFoundationCompat, nioPosix, nioSSL, nioHTTP2,
             ],

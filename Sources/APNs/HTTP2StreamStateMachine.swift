@@ -27,7 +27,7 @@ package struct HTTP2StreamStateMachine {
     private var lastRead: NIODeadline
     private var pingSentAt: NIODeadline?
     private(set) var finished = false
-    let requestTimeout: TimeAmount
+    package let requestTimeout: TimeAmount
     let pingInterval: TimeAmount
 
     package init(

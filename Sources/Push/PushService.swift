@@ -1,4 +1,5 @@
 import APNs
+import APNsTransport
 import CoreMetrics
 import Foundation
 import Logging

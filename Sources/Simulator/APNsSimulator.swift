@@ -1,4 +1,5 @@
 import APNs
+import APNsTransport
 import Logging
 import NIOCore
 import NIOHTTP2

@@ -1,3 +1,4 @@
+import APNsTransport
 import Foundation
 import NIOCore
 import NIOEmbedded

@@ -1,4 +1,5 @@
 import APNs
+import APNsTransport
 import Foundation
 import NIOCore
 import Settings

@@ -1,3 +1,4 @@
+import APNs
 import NIOSSL
 import Settings
 import Support

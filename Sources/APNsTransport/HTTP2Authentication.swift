@@ -1,3 +1,4 @@
+import APNs
 import Settings
 import Support
 

@@ -1,3 +1,4 @@
+import APNs
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix

@@ -1,3 +1,4 @@
+import APNs
 import NIOCore
 import NIOHTTP2
 import Settings
