@@ -2,9 +2,6 @@ import Hummingbird
 import Metrics
 import NIOCore
 import Observability
-import Settings
-import Storage
-import Support
 
 /// The API's figures: requests by command (or provider endpoint, e.g. `notifications.send`) and status, their durations, notifications queued.
 ///

@@ -1,6 +1,3 @@
-import Observability
-import Settings
-import Storage
 import Support
 
 /// A validated request to the PushChat API (`POST /api.php`, field `cmd`).

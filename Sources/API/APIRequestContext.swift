@@ -1,9 +1,5 @@
 import Hummingbird
 import NIOCore
-import Observability
-import Settings
-import Storage
-import Support
 
 /// The request context of the API: Hummingbird's core context plus the client's address (stored with `join`).
 struct APIRequestContext: RequestContext, RemoteAddressRequestContext {

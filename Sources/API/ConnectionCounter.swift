@@ -1,6 +1,5 @@
 import Metrics
 import NIOConcurrencyHelpers
-import Support
 
 /// Connections open at once per client address (`api_max_connections_per_ip`) and in all (`api_max_connections`): a
 /// few thousand idle sockets from one address, or from many, must not use up the descriptors every other client needs.

@@ -1,6 +1,5 @@
 import NIOConcurrencyHelpers
 import Settings
-import Support
 
 /// Notifications (recipients, not requests) a client address and a device may queue: at most `api_fanout_per_ip`
 /// (`api_fanout_per_udid`) in any minute, half of it at once. Without it, one address sending a few `message`s into

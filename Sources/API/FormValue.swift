@@ -1,6 +1,3 @@
-import Observability
-import Settings
-import Storage
 import Support
 
 /// Field validators shared by the API commands.

@@ -1,10 +1,6 @@
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypesHTTP1
-import Observability
-import Settings
-import Storage
-import Support
 
 /// The tutorial's server answered HTTP/1.0 and closed the connection: a request without keep-alive (HTTP/1.0
 /// without `Connection: keep-alive`, or HTTP/1.1 with `Connection: close`) gets its answer with

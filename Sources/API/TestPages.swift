@@ -1,9 +1,6 @@
 import Foundation
 import Hummingbird
-import Observability
 import Settings
-import Storage
-import Support
 
 /// The tutorial's helper pages: a start page, and HTML forms that post to `/api.php` so a person can play a second
 /// device from a browser.

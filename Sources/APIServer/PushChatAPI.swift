@@ -1,9 +1,4 @@
-import API
-import APNs
 import ArgumentParser
-import Settings
-import Storage
-import Support
 
 /// `pushchat-api`: the HTTP API the PushChat app talks to, and the database tools.
 @main

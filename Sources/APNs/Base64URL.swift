@@ -1,8 +1,6 @@
 import Crypto
 import Foundation
 import NIOConcurrencyHelpers
-import Settings
-import Support
 
 /// base64url without padding (RFC 7515).
 package enum Base64URL {

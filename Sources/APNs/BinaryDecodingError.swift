@@ -1,5 +1,4 @@
 import NIOCore
-import Settings
 import Support
 
 /// A frame the gateway refuses: the status and identifier of the error response it answers with.

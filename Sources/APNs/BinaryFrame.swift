@@ -1,6 +1,4 @@
 import NIOCore
-import Settings
-import Support
 
 /// Writing binary frames, as the push daemon sends them.
 package enum BinaryFrame {

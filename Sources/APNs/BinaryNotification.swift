@@ -1,6 +1,4 @@
 import NIOCore
-import Settings
-import Support
 
 /// One notification in Apple's legacy binary format (commands 0, 1 and 2; see PROTOCOL.md).
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import NIOSSL
-import Settings
 import Support
 
 /// A certificate or key that cannot be used. The description names the file, never the passphrase.

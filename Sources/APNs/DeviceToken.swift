@@ -1,4 +1,3 @@
-import Settings
 import Support
 
 /// Hex ↔ bytes for APNs device tokens.

@@ -5,8 +5,6 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import Settings
-import Support
 
 /// A request and what the server said.
 package struct HTTP2Answer: Sendable {

@@ -1,7 +1,5 @@
 import NIOCore
 import NIOHTTP2
-import Settings
-import Support
 
 /// The connection-level receive window of an HTTP/2 connection: how much the peer may send (DATA on all streams)
 /// before it must wait for a WINDOW_UPDATE on stream 0.

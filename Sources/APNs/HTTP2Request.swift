@@ -5,8 +5,6 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import Settings
-import Support
 
 /// One request to send on an HTTP/2 connection.
 package struct HTTP2Request: Sendable {

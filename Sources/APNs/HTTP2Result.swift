@@ -1,6 +1,4 @@
 import Foundation
-import Settings
-import Support
 
 /// What APNs answered on one stream, and what the daemon does about it.
 package struct HTTP2Result: Sendable, Equatable {

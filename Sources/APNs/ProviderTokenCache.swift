@@ -1,8 +1,6 @@
 import Crypto
 import Foundation
 import NIOConcurrencyHelpers
-import Settings
-import Support
 
 /// The token a daemon presents: made once and reused, replaced after `refreshAfter` (Apple refuses tokens older
 /// than an hour and answers 429 TooManyProviderTokenUpdates to tokens replaced more often than every 20 minutes).

@@ -1,8 +1,6 @@
 import Crypto
 import Foundation
 import NIOConcurrencyHelpers
-import Settings
-import Support
 
 /// Checks provider tokens as APNs does (the simulator's side).
 package struct ProviderTokenVerifier: Sendable {

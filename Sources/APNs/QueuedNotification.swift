@@ -1,7 +1,5 @@
 import Foundation
 import NIOCore
-import Settings
-import Support
 
 /// A `push_queue` row claimed for sending.
 package struct QueuedNotification: Sendable, Equatable {

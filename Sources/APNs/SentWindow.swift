@@ -1,6 +1,4 @@
 import NIOCore
-import Settings
-import Support
 
 /// The notifications written on the current binary connection that are not yet known to be accepted.
 ///

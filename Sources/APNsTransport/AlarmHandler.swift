@@ -1,11 +1,8 @@
-import APNs
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import Settings
-import Support
 
 /// Raises the alarm on the event loop, before the bytes reach the reading task (which may be scheduled late).
 final class AlarmHandler: ChannelInboundHandler {

@@ -1,4 +1,3 @@
-import APNs
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix

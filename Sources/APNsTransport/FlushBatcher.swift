@@ -1,8 +1,5 @@
-import APNs
 import NIOCore
 import NIOHTTP2
-import Settings
-import Support
 
 /// Between TLS and NIOHTTP2: while held, a flush only notes that one is due; ``release()`` passes one on.
 ///

@@ -1,11 +1,8 @@
-import APNs
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import Settings
-import Support
 
 /// Raised as soon as the gateway sends a byte or the connection ends. The binary gateway only ever speaks to report
 /// an error, so from then on nothing written may be counted as accepted until the error response is read.

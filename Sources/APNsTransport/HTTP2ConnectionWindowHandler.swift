@@ -1,8 +1,6 @@
 import APNs
 import NIOCore
 import NIOHTTP2
-import Settings
-import Support
 
 /// Grants the peer connection-level window on an HTTP/2 connection whose frames are handled inline.
 ///

@@ -1,11 +1,8 @@
-import APNs
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import Settings
-import Support
 
 /// Completes a promise when the TLS handshake is done, or fails it if the connection goes first.
 final class HandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {

@@ -3,7 +3,6 @@ import Foundation
 import Metrics
 import NIOConcurrencyHelpers
 import Prometheus
-import Support
 
 /// One process's metrics, served as Prometheus text at `/metrics`.
 ///

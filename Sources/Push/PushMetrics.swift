@@ -1,11 +1,7 @@
-import APNs
 import Foundation
 import Metrics
 import NIOConcurrencyHelpers
 import Observability
-import Settings
-import Storage
-import Support
 
 /// The push daemon's figures, exported at `/metrics` on its status listener.
 ///

@@ -1,6 +1,3 @@
-import Observability
-import Support
-
 /// Every setting PushChat processes read. In `config/pushchat.json` a key is written in lower case
 /// (`database_url`); in the environment it is the `PUSHCHAT_`-prefixed upper-case name (`PUSHCHAT_DATABASE_URL`),
 /// which wins over the file.

@@ -1,6 +1,3 @@
-import Observability
-import Support
-
 /// A `host:port` setting (`gateway.push.apple.com:2195`, `127.0.0.1:2195`, `[::1]:2195`).
 package struct Endpoint: Sendable, Equatable, CustomStringConvertible {
     package var host: String

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Observability
 import Support
 
 /// Turns the errors a PushChat executable expects into one clear line on standard error and a non-zero exit,

@@ -3,8 +3,6 @@ import Logging
 import NIOCore
 import NIOSSL
 import NIOTLS
-import Settings
-import Support
 
 /// One feedback connection: once TLS is up, writes every configured tuple and closes (as Apple's service did).
 final class FeedbackHandler: ChannelInboundHandler {

@@ -1,11 +1,8 @@
-import APNs
 import Foundation
 import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
-import Settings
-import Support
 
 /// The simulator's read-only HTTP status page on loopback: counters and the last notifications, so a person can
 /// see what "arrived on the phone".

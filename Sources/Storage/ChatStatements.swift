@@ -1,7 +1,5 @@
 import APNs
 import PostgresNIO
-import Settings
-import Support
 
 /// The API's hot statements, prepared once per connection so PostgreSQL does not plan them on every request
 /// (planning was half of a `message`'s cost in the database).

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import PostgresNIO
-import Support
 
 /// `pushchat-api keys create|list|revoke`: the provider API's keys, on one connection.
 package struct KeyAdmin: Sendable {

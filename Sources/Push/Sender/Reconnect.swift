@@ -1,8 +1,5 @@
 import APNs
 import Logging
-import Observability
-import Settings
-import Storage
 import Support
 
 /// What ``SenderDriver`` does between connections and when it stops.
