@@ -1,14 +1,14 @@
-import Hummingbird
+package import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
-import Logging
-import NIOCore
+package import Logging
+package import NIOCore
 import NIOSSL
-import Observability
+package import Observability
 import PostgresNIO
-import Settings
+package import Settings
 import Storage
-import Support
+package import Support
 
 /// Builds the API server from a configuration, so tests can run exactly what `pushchat-api serve` runs.
 package enum APIApplication {

@@ -1,4 +1,4 @@
-import Hummingbird
+package import Hummingbird
 
 /// A refused command answers 400 with its reason in `X-Error-Description` and the body, as the tutorial's API did.
 extension APIRequestError: HTTPResponseError {

@@ -1,4 +1,4 @@
-import Hummingbird
+package import Hummingbird
 
 /// A body that is not a form: 415 for another content type, 400 for a malformed multipart body.
 extension FormError: HTTPResponseError {

@@ -1,5 +1,5 @@
 import MultipartKit
-import NIOCore
+package import NIOCore
 import Support
 
 extension FormFields {

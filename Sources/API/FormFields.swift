@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 import Observability
 import Settings
 import Storage

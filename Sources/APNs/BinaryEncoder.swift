@@ -1,5 +1,5 @@
-import Foundation
-import NIOCore
+package import Foundation
+package import NIOCore
 import Settings
 import Support
 

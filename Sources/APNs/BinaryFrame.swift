@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 
 /// Writing binary frames, as the push daemon sends them.
 package enum BinaryFrame {

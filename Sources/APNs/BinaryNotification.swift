@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 
 /// One notification in Apple's legacy binary format (commands 0, 1 and 2; see PROTOCOL.md).
 ///

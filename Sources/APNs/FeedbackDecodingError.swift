@@ -1,6 +1,6 @@
 import NIOCore
 import Settings
-import Support
+package import Support
 
 /// Bytes from the feedback service that are not tuples.
 package struct FeedbackDecodingError: PushChatError, Equatable {

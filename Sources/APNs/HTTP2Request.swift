@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import NIOCore
-import NIOHPACK
+package import NIOCore
+package import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// What APNs answered on one stream, and what the daemon does about it.
 package struct HTTP2Result: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import NIOCore
-import NIOHTTP2
+package import NIOHTTP2
 
 /// NIOHTTP2 reports errors that concern one stream (a frame for a stream already reset or closed, e.g. a late answer
 /// to a request that timed out) through `errorCaught` too, after resetting that stream; the connection stays usable.

@@ -1,5 +1,5 @@
-import NIOCore
-import NIOHTTP2
+package import NIOCore
+package import NIOHTTP2
 
 /// The bookkeeping of one HTTP/2 connection to a push service, as a value: which stream carries which request, what
 /// the server has answered, GOAWAY, the PING that checks an idle connection, and the end. Events go in, an action

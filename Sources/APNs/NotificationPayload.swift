@@ -1,5 +1,5 @@
-import Settings
-import Support
+package import Settings
+package import Support
 
 /// A provider notification's payload: Apple's `aps` dictionary, checked, and the sender's own top-level keys beside
 /// it (Server Density's `"server": {…}`), serialized as `{"aps":{…},…}` in the order the sender wrote them.

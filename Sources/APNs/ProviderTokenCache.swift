@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+package import Foundation
 import NIOConcurrencyHelpers
 
 /// The token a daemon presents: made once and reused, replaced after `refreshAfter` (Apple refuses tokens older

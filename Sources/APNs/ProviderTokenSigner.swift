@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+package import Crypto
+package import Foundation
 import NIOConcurrencyHelpers
 import Settings
 import Support

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+package import Foundation
 import NIOConcurrencyHelpers
 
 /// Checks provider tokens as APNs does (the simulator's side).

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import NIOCore
 
 /// A `push_queue` row claimed for sending.

@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import Settings
-import Support
+package import Support
 
 /// Why a row can never be sent (it is failed at once, not retried).
 package struct UnsendableReason: PushChatError, Equatable {

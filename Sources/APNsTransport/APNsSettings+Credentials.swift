@@ -1,6 +1,6 @@
 import APNs
-import Foundation
-import NIOSSL
+package import Foundation
+package import NIOSSL
 import Settings
 import Support
 

@@ -1,9 +1,9 @@
 import NIOConcurrencyHelpers
-import NIOCore
+package import NIOCore
 import NIOPosix
-import NIOSSL
+package import NIOSSL
 import NIOTLS
-import Settings
+package import Settings
 import Support
 
 /// Opens TLS connections to the binary gateway with the provider's client certificate.

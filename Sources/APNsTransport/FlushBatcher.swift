@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 import NIOHTTP2
 
 /// Between TLS and NIOHTTP2: while held, a flush only notes that one is due; ``release()`` passes one on.

@@ -5,8 +5,8 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import Settings
-import Support
+package import Settings
+package import Support
 
 /// Why the gateway could not be reached.
 package struct GatewayError: PushChatError {

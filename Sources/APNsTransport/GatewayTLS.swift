@@ -1,5 +1,5 @@
-import APNs
-import NIOSSL
+package import APNs
+package import NIOSSL
 import Settings
 import Support
 

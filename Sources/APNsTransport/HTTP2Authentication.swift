@@ -1,4 +1,4 @@
-import APNs
+package import APNs
 import Settings
 import Support
 

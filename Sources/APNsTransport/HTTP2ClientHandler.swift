@@ -1,9 +1,9 @@
-import APNs
+package import APNs
 import Foundation
 import Logging
-import NIOCore
+package import NIOCore
 import NIOHPACK
-import NIOHTTP2
+package import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import Settings

@@ -1,6 +1,6 @@
-import APNs
-import NIOCore
-import NIOHTTP2
+package import APNs
+package import NIOCore
+package import NIOHTTP2
 
 /// Grants the peer connection-level window on an HTTP/2 connection whose frames are handled inline.
 ///

@@ -1,12 +1,12 @@
 import APNs
 import Foundation
 import Logging
-import NIOCore
+package import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOPosix
-import NIOSSL
-import Settings
+package import NIOSSL
+package import Settings
 import Support
 
 /// Opens HTTP/2 connections to APNs (TLS with ALPN h2).

@@ -1,8 +1,8 @@
 import APNs
 import APNsTransport
 import Foundation
-import Logging
-import Settings
+package import Logging
+package import Settings
 import Simulator
 import Storage
 

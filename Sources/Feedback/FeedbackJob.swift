@@ -1,10 +1,10 @@
 import APNs
 import APNsTransport
-import Logging
-import NIOSSL
+package import Logging
+package import NIOSSL
 import Observability
 import PostgresNIO
-import Settings
+package import Settings
 import Storage
 import Support
 

@@ -1,6 +1,6 @@
 import APNs
 import CoreMetrics
-import Foundation
+package import Foundation
 import Observability
 import Settings
 import Storage

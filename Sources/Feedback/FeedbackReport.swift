@@ -1,4 +1,4 @@
-import Support
+package import Support
 
 /// What one run of the feedback job did: the one-line summary operators see in cron mail and the log.
 package struct FeedbackReport: Sendable, Equatable, CustomStringConvertible {

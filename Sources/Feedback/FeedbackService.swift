@@ -1,5 +1,5 @@
-import APNs
-import APNsTransport
+package import APNs
+package import APNsTransport
 import Logging
 import NIOCore
 import NIOSSL

@@ -1,6 +1,6 @@
-import Hummingbird
+package import Hummingbird
 import NIOCore
-import Observability
+package import Observability
 
 extension Response {
     /// A `text/plain` answer: `text` and a newline (health checks, short errors).

@@ -1,6 +1,6 @@
 import Foundation
-import Logging
-import Support
+package import Logging
+package import Support
 
 #if canImport(Glibc)
 import Glibc

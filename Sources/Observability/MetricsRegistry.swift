@@ -1,8 +1,8 @@
-import CoreMetrics
+package import CoreMetrics
 import Foundation
-import Metrics
+package import Metrics
 import NIOConcurrencyHelpers
-import Prometheus
+package import Prometheus
 
 /// One process's metrics, served as Prometheus text at `/metrics`.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 import Metrics
 import NIOConcurrencyHelpers
-import Observability
+package import Observability
 
 /// The push daemon's figures, exported at `/metrics` on its status listener.
 ///

@@ -2,13 +2,13 @@ import APNs
 import APNsTransport
 import CoreMetrics
 import Foundation
-import Logging
+package import Logging
 import NIOCore
-import Observability
+package import Observability
 import PostgresNIO
-import ServiceLifecycle
-import Settings
-import Storage
+package import ServiceLifecycle
+package import Settings
+package import Storage
 import Support
 
 /// The push daemon: drains `push_queue` over kept-open gateway connections (the tutorial's `push.php`).

@@ -1,5 +1,5 @@
-import Logging
-import Metrics
+package import Logging
+package import Metrics
 import NIOConcurrencyHelpers
 
 /// What `/readyz` needs to know about the daemon: how many gateway connections are up, and whether APNs refuses most

@@ -1,10 +1,10 @@
-import APNs
-import APNsTransport
+package import APNs
+package import APNsTransport
 import Logging
-import NIOCore
+package import NIOCore
 import NIOPosix
 import NIOSSL
-import Settings
+package import Settings
 
 /// Which APNs interface the daemon speaks, decided once at start from the configuration, with everything it needs
 /// loaded and checked: a missing key file, topic or certificate stops the process there (exit 78), never later.

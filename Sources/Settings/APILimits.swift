@@ -1,5 +1,5 @@
 import Observability
-import Support
+package import Support
 
 /// The API's abuse limits: one `message` to a big room is an amplifier.
 package struct APILimits: Sendable {

@@ -1,5 +1,5 @@
 import Observability
-import Support
+package import Support
 
 /// Where and how the push daemon and the feedback job reach APNs (or the local simulator).
 package struct APNsSettings: Sendable {

@@ -1,7 +1,7 @@
 import Foundation
-import Logging
-import Observability
-import Support
+package import Logging
+package import Observability
+package import Support
 
 /// Settings shared by the PushChat processes, read from the mode's section of `config/pushchat.json` and
 /// `PUSHCHAT_*` environment variables (see ``ConfigurationKey``).

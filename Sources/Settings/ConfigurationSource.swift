@@ -1,6 +1,6 @@
 import Foundation
 import Observability
-import Support
+package import Support
 
 /// Raw setting values for one mode: the mode's section of the configuration file, overridden by `PUSHCHAT_*`
 /// environment variables. Typed parsing lives in ``Configuration``.

@@ -1,7 +1,7 @@
 import Foundation
-import NIOSSL
+package import NIOSSL
 import Observability
-import Support
+package import Support
 
 /// A parsed `postgres://user:password@host:port/database` URL.
 ///

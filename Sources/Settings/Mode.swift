@@ -1,6 +1,6 @@
 import ArgumentParser
 import Observability
-import Support
+package import Support
 
 /// The mode a PushChat process runs in, as the tutorial has it: `development` talks to Apple's sandbox and shows
 /// error details; `production` talks to the production gateway and keeps details out of responses.

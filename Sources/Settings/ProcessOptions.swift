@@ -1,8 +1,8 @@
-import ArgumentParser
+package import ArgumentParser
 import Foundation
-import Logging
+package import Logging
 import Observability
-import Support
+package import Support
 
 /// The arguments every PushChat executable takes: the tutorial's positional mode and `--config`.
 package struct ProcessOptions: ParsableArguments, Sendable {

@@ -1,7 +1,7 @@
 import APNs
 import APNsTransport
-import Logging
-import NIOCore
+package import Logging
+package import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL

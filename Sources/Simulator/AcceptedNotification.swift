@@ -1,5 +1,5 @@
 import APNs
-import Foundation
+package import Foundation
 import NIOCore
 import Settings
 import Support

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// What a phone's lock screen would show for one accepted notification: read from the payload as iOS reads it.
 package struct LockScreenItem: Sendable, Equatable {

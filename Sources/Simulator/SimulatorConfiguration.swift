@@ -1,4 +1,4 @@
-import APNs
+package import APNs
 import Foundation
 import Settings
 import Support

@@ -1,8 +1,8 @@
-import APNs
+package import APNs
 import Foundation
 import NIOConcurrencyHelpers
 import Settings
-import Support
+package import Support
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 import APNs
-import Foundation
-import Logging
+package import Foundation
+package import Logging
 import PostgresNIO
 import Settings
 import Support

@@ -1,9 +1,9 @@
 import APNs
-import Logging
+package import Logging
 import NIOCore
 import NIOSSL
-import PostgresNIO
-import Settings
+package import PostgresNIO
+package import Settings
 import Support
 
 /// Opening PostgreSQL connections from a ``DatabaseURL``.

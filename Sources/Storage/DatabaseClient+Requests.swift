@@ -1,8 +1,8 @@
-import Logging
+package import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import PostgresNIO
+package import PostgresNIO
 import Support
 
 extension DatabaseClient {

@@ -1,10 +1,10 @@
-import Logging
+package import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresNIO
 import ServiceLifecycle
-import Settings
+package import Settings
 import Support
 
 /// A long-running process's database: the pool, how its sessions reach PostgreSQL (``DatabaseSession``), and a probe

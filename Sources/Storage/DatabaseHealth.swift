@@ -1,4 +1,4 @@
-import Logging
+package import Logging
 import NIOConcurrencyHelpers
 import Support
 

@@ -1,6 +1,6 @@
-import Logging
+package import Logging
 import PostgresNIO
-import Settings
+package import Settings
 import Support
 
 /// How this process's sessions reach PostgreSQL, found out on the first connection.

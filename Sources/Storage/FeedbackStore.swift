@@ -1,7 +1,7 @@
-import APNs
+package import APNs
 import Foundation
 import Logging
-import PostgresNIO
+package import PostgresNIO
 import Settings
 import Support
 

@@ -1,6 +1,6 @@
-import Foundation
+package import Foundation
 import Logging
-import PostgresNIO
+package import PostgresNIO
 
 /// `pushchat-api keys create|list|revoke`: the provider API's keys, on one connection.
 package struct KeyAdmin: Sendable {

@@ -1,7 +1,7 @@
 import APNs
-import Foundation
+package import Foundation
 import Logging
-import PostgresNIO
+package import PostgresNIO
 import Settings
 import Support
 

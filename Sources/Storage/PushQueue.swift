@@ -1,7 +1,7 @@
-import APNs
-import Foundation
-import Logging
-import PostgresNIO
+package import APNs
+package import Foundation
+package import Logging
+package import PostgresNIO
 import Settings
 import Support
 import Synchronization

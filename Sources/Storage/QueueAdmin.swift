@@ -1,8 +1,8 @@
 import APNs
-import Foundation
+package import Foundation
 import Logging
-import PostgresNIO
-import Settings
+package import PostgresNIO
+package import Settings
 import Support
 
 /// Operator commands on `push_queue`: statistics, a test notification, retrying failed rows, and retention.

@@ -1,9 +1,9 @@
 import Foundation
-import HTTPTypes
-import Hummingbird
+package import HTTPTypes
+package import Hummingbird
 import NIOCore
-import Storage
-import Support
+package import Storage
+package import Support
 
 /// A refused provider API request: its status and `{"reason": "...", "field": "..."}`, the one error shape of `/v1`.
 package struct ProviderError: PushChatError, HTTPResponseError, Equatable {

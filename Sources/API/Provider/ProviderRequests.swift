@@ -1,8 +1,8 @@
-import APNs
-import Foundation
+package import APNs
+package import Foundation
 import HTTPTypes
-import Settings
-import Storage
+package import Settings
+package import Storage
 import Support
 
 /// `POST /v1/notifications`, checked: who gets it, the payload and the HTTP/2 options.
