@@ -1,4 +1,3 @@
-import Observability
 import Settings
 import Storage
 import Support

@@ -2,7 +2,6 @@ import APNs
 import APNsTransport
 package import Logging
 package import NIOSSL
-import Observability
 import PostgresNIO
 package import Settings
 import Storage

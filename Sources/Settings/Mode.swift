@@ -1,5 +1,4 @@
 import ArgumentParser
-import Observability
 package import Support
 
 /// The mode a PushChat process runs in, as the tutorial has it: `development` talks to Apple's sandbox and shows
