@@ -70,7 +70,7 @@ extension SenderDriver {
             record(answers, session: session)
         case .unanswered(let rows, let reason):
             logger.warning(
-                "\(rows.count) notifications unanswered (\(reason)); sending them again (they may have arrived: possible duplicates)"
+                "\(rows.count) notifications unanswered (\(reason)); sending them again"
             )
             metrics.resent.increment(by: rows.count)
             session.update { $0.unanswered(rows) }
@@ -87,7 +87,7 @@ extension SenderDriver {
         case .closed(let reason, let ending):
             if ending == .stalled { status.gatewayStalled(true) }
             let (answered, open) = session.update { ($0.answered, $0.ended(ending)) }
-            if answered == 0 && ending != .orderly {
+            if answered == 0 && (ending == .dropped || ending == .refused) {
                 logger.error("Connection to \(destination.endpoint) failed: \(reason)")
             } else if open {
                 logger.warning("Connection lost (\(reason))")
