@@ -1,4 +1,3 @@
-import Settings
 import Storage
 import Support
 

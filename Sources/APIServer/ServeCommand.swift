@@ -5,7 +5,6 @@ import Hummingbird
 import Logging
 import Settings
 import Storage
-import Support
 
 /// `pushchat-api [serve] [development|production]`: runs the HTTP API until SIGTERM or SIGINT.
 struct ServeCommand: AsyncParsableCommand {

@@ -6,7 +6,6 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import Settings
 import Support
 
 /// What an HTTP/2 connection reports to its worker.

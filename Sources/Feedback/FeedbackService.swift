@@ -3,7 +3,6 @@ package import APNsTransport
 import Logging
 import NIOCore
 import NIOSSL
-import Settings
 import Storage
 import Support
 

@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import PostgresNIO
 import Testing
