@@ -113,4 +113,23 @@ import Testing
         #expect(drained.end(reading: error) == error, "an error response in the last moment wins")
         #expect(Self.describe(drained.end(.drained, verdict: Self.refuse)) == ["answered 1:sent 2:sent 3:sent", "closed orderly"])
     }
+
+    /// A refused certificate (TLS 1.3 tells the client after its handshake, so rows were written) is the gateway's
+    /// word: nothing was accepted, whatever the driver asked for; and a drain asked once the read had ended on its own
+    /// does not count (it turned a refusal into an orderly close: the rows were stamped sent, and no backoff).
+    @Test func aRefusalOrAnEndBeforeTheDrainIsNotTurnedIntoAcceptance() {
+        let refused = BinaryLinkState.End.closed("the gateway refused the client certificate", refused: true)
+        var drainedFirst = written(1...2, at: start)
+        drainedFirst.drain()
+        #expect(drainedFirst.end(reading: refused) == refused)
+        #expect(Self.describe(drainedFirst.end(refused, verdict: Self.refuse)) == ["unanswered 1 2", "closed refused"])
+
+        var endedFirst = written(1...2, at: start)
+        endedFirst.stop()
+        endedFirst.drain()
+        endedFirst.stalled("took no bytes")
+        let dropped = BinaryLinkState.End.closed("reset by peer", refused: false)
+        #expect(endedFirst.end(reading: dropped) == dropped)
+        #expect(Self.describe(endedFirst.end(dropped, verdict: Self.refuse)) == ["unanswered 1 2", "closed dropped"])
+    }
 }

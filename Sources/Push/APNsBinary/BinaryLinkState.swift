@@ -40,8 +40,10 @@ struct BinaryLinkState {
     var inFlightCount: Int { window.count }
 
     mutating func stop() { stopped = true }
-    mutating func drain() { drained = true }
-    mutating func stalled(_ reason: String) { stall = reason }
+    /// The driver's drain (or the writer's stall) counts only while the connection is up: asked after the read ended
+    /// on its own (a refused certificate, a drop), it would call accepted what the gateway never took.
+    mutating func drain() { if !stopped { drained = true } }
+    mutating func stalled(_ reason: String) { if !stopped { stall = reason } }
 
     /// Records rows about to be written (stamped ``writing``); false if the connection already stopped.
     mutating func append(_ rows: [QueuedNotification]) -> Bool {
@@ -67,9 +69,13 @@ struct BinaryLinkState {
         return window.removeSettled(writtenBefore: instant)
     }
 
-    /// How the connection ended, given how its read ended: what the driver and the writer asked for wins.
+    /// How the connection ended, given how its read ended: what the driver and the writer asked for wins, except over
+    /// an error response or a refused certificate (the gateway's word: nothing after it, or nothing at all, was taken).
     func end(reading end: End) -> End {
-        if case .errorResponse = end { return end }
+        switch end {
+        case .errorResponse, .closed(_, refused: true): return end
+        case .closed, .stalled, .drained: break
+        }
         if drained { return .drained }
         if let stall { return .stalled(stall) }
         return end
@@ -98,8 +104,8 @@ struct BinaryLinkState {
             return events
         case .closed(let reason, let refused):
             let unsettled = window.removeAllItems()
-            let lost: [LinkEvent] =
-                unsettled.isEmpty ? [] : [.unanswered(unsettled, reason: "\(reason); they may have arrived: possible duplicates")]
+            let consequence = refused ? "none was accepted" : "they may have arrived: possible duplicates"
+            let lost: [LinkEvent] = unsettled.isEmpty ? [] : [.unanswered(unsettled, reason: "\(reason); \(consequence)")]
             return lost + [.closed(reason, refused ? .refused : .dropped)]
         case .stalled(let reason):
             let unsettled = window.removeAllItems()
