@@ -118,10 +118,13 @@ extension DatabaseClient {
         }
     }
 
-    /// Runs one statement and collects its rows.
-    package func query(_ query: PostgresQuery, logger: Logger) async throws -> DatabaseRows {
+    /// Runs one statement and collects its rows; with `committed`, answers only once PostgreSQL committed it (see
+    /// ``PostgresConnection/confirmCommitted(logger:)``).
+    package func query(_ query: PostgresQuery, logger: Logger, committed: Bool = false) async throws -> DatabaseRows {
         try await withConnection { connection in
-            DatabaseRows(try await connection.query(query, logger: logger).collect())
+            let rows = DatabaseRows(try await connection.query(query, logger: logger).collect())
+            if committed { try await connection.confirmCommitted(logger: logger) }
+            return rows
         }
     }
 
@@ -219,5 +222,27 @@ package struct DatabaseRows: Sendable, Sequence {
     /// Every row decoded as the given columns.
     package func decode<each Column: PostgresDecodable>(_ columns: (repeat each Column).Type) throws -> [(repeat each Column)] {
         try rows.map { try $0.decode(columns) }
+    }
+}
+
+extension PostgresConnection {
+    /// Waits until the statement just run on this connection is committed.
+    ///
+    /// postgres-nio reports a statement done at its CommandComplete, which PostgreSQL sends before the implicit commit
+    /// at the end of the request (Sync; ReadyForQuery then says it happened): a server stopped in between (`pg_ctl stop
+    /// -m fast`, a restart) rolls the statement back while its caller already holds its rows. A push daemon's claim
+    /// answered that way sent 200 rows that PostgreSQL then gave out again (CI, twice). postgres-nio starts the next
+    /// request only after the last one's ReadyForQuery, so one more round trip succeeds exactly when the statement
+    /// was committed; if it fails, the outcome is unknown.
+    package func confirmCommitted(logger: Logger) async throws {
+        do {
+            _ = try await query("SELECT 1", logger: logger).collect()
+        } catch {
+            throw DatabaseError(
+                code: .outcomeUnknown,
+                context: "waiting for the commit",
+                reason: "the connection ended before PostgreSQL confirmed the commit; the statement may or may not have been carried out"
+            )
+        }
     }
 }

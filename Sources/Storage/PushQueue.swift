@@ -82,11 +82,19 @@ package struct PushQueue: Sendable {
 
     var leaseSeconds: Double { lease.seconds }
 
-    /// Runs one statement and collects its rows.
-    func run(_ query: PostgresQuery) async throws -> DatabaseRows {
+    /// Runs one statement and collects its rows; with `committed`, answers only once PostgreSQL committed it (a claim
+    /// or a stamp reported done but rolled back sends rows twice).
+    func run(_ query: PostgresQuery, committed: Bool = false) async throws -> DatabaseRows {
         switch source {
-        case .pool(let client): DatabaseRows(try await client.query(query, logger: logger).collect())
-        case .database(let database): try await database.query(query, logger: logger)
+        case .pool(let client):
+            let logger = self.logger
+            return try await client.withConnection { connection in
+                let rows = DatabaseRows(try await connection.query(query, logger: logger).collect())
+                if committed { try await connection.confirmCommitted(logger: logger) }
+                return rows
+            }
+        case .database(let database):
+            return try await database.query(query, logger: logger, committed: committed)
         }
     }
 
@@ -122,7 +130,8 @@ package struct PushQueue: Sendable {
                 FOR UPDATE SKIP LOCKED
             ))
             RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.topic, q.time_queued
-            """
+            """,
+            committed: true
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)
