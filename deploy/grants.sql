@@ -9,6 +9,10 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON devices, notifications, idempotency_keys
 -- cannot mint itself a key. (REVOKE: earlier versions of this file, and the default privileges below, granted more.)
 GRANT SELECT ON api_keys TO pushchat;
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON api_keys FROM pushchat;
+-- Apps (issue 29) likewise: the services read them, only `pushchat-api apps` as the owner changes them (a compromised
+-- service cannot point an app at a key file of its choosing).
+GRANT SELECT ON apps TO pushchat;
+REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON apps FROM pushchat;
 GRANT SELECT ON schema_migrations TO pushchat;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO pushchat;
 -- Tables and sequences later migrations create get the same rights.

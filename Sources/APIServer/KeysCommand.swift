@@ -47,6 +47,8 @@ struct KeysCommand: AsyncParsableCommand {
                 "What the key may do, repeatable: \(KeyScope.allCases.map(\.rawValue).joined(separator: ", ")) (default: send, devices:write, status)."
         )
         var scopes: [String] = []
+        @Option(help: "The app the key works in: it sees and sends only within it (default: \(App.defaultName)).")
+        var app: String = App.defaultName
 
         /// New keys are limited unless told otherwise: a leaked key cannot queue without bound.
         static let defaultRequests = 6_000
@@ -78,6 +80,9 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await QueueCommand.withConnection(options, program: "pushchat-api keys create", role: owner) { connection, logger in
+                guard try await AppAdmin(connection: connection, logger: logger).find(app) != nil else {
+                    throw Refusal(reason: "no app named \(app) (pushchat-api apps list)")
+                }
                 let key = APIKey.generate()
                 let admin = KeyAdmin(connection: connection, logger: logger)
                 guard
@@ -86,7 +91,8 @@ struct KeysCommand: AsyncParsableCommand {
                         hash: APIKey.hash(key),
                         requestsPerMinute: limits.requests,
                         recipientsPerMinute: limits.recipients,
-                        scopes: chosenScopes
+                        scopes: chosenScopes,
+                        app: app
                     )
                 else { throw Refusal(reason: "a key named \(name) exists (revoked keys keep their name); choose another name") }
                 let described = [
@@ -94,25 +100,25 @@ struct KeysCommand: AsyncParsableCommand {
                     limits.recipients > 0 ? "\(limits.recipients) recipients/min" : "unlimited recipients",
                     "scopes \(chosenScopes.sorted().map(\.rawValue).joined(separator: ","))",
                 ]
-                print("Created key \(name) (\(described.joined(separator: ", "))). Store it now; it is not shown again:")
+                print("Created key \(name) for app \(app) (\(described.joined(separator: ", "))). Store it now; it is not shown again:")
                 print(key)
             }
         }
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List keys: name, limits, scopes, created, revoked.")
+        static let configuration = CommandConfiguration(abstract: "List keys: name, app, limits, scopes, created, revoked.")
         @OptionGroup var options: ProcessOptions
 
         func run() async throws {
             try await QueueCommand.withConnection(options, program: "pushchat-api keys list") { connection, logger in
                 let keys = try await KeyAdmin(connection: connection, logger: logger).list()
-                print("name\trequests/min\trecipients/min\tscopes\tcreated\trevoked")
+                print("name\tapp\trequests/min\trecipients/min\tscopes\tcreated\trevoked")
                 for key in keys {
                     let revoked = key.revokedAt.map { $0.formatted(.iso8601) } ?? "-"
                     let scopes = key.scopes.sorted().map(\.rawValue).joined(separator: ",")
                     print(
-                        "\(key.name)\t\(key.requestsPerMinute)\t\(key.recipientsPerMinute)\t\(scopes)\t\(key.createdAt.formatted(.iso8601))\t\(revoked)"
+                        "\(key.name)\t\(key.app)\t\(key.requestsPerMinute)\t\(key.recipientsPerMinute)\t\(scopes)\t\(key.createdAt.formatted(.iso8601))\t\(revoked)"
                     )
                 }
             }

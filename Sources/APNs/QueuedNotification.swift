@@ -22,18 +22,20 @@ package struct QueuedNotification: Sendable, Equatable {
         let collapseID: String?
         let pushType: String?
         let topic: String?
+        let app: String?
 
-        init(priority: Int?, expiration: Date?, collapseID: String?, pushType: String?, topic: String?) {
+        init(priority: Int?, expiration: Date?, collapseID: String?, pushType: String?, topic: String?, app: String?) {
             self.priority = priority
             self.expiration = expiration
             self.collapseID = collapseID
             self.pushType = pushType
             self.topic = topic
+            self.app = app
         }
 
         static func == (lhs: Options, rhs: Options) -> Bool {
             lhs.priority == rhs.priority && lhs.expiration == rhs.expiration && lhs.collapseID == rhs.collapseID
-                && lhs.pushType == rhs.pushType && lhs.topic == rhs.topic
+                && lhs.pushType == rhs.pushType && lhs.topic == rhs.topic && lhs.app == rhs.app
         }
     }
 
@@ -45,6 +47,8 @@ package struct QueuedNotification: Sendable, Equatable {
     package var pushType: String? { options?.pushType }
     /// HTTP/2 only: the row's `apns-topic` (default: the daemon's `apns_topic`, suffixed as the push type needs).
     package var topic: String? { options?.topic }
+    /// The row's app (`push_queue.app`); nil for the default app (most rows: nothing stored).
+    package var app: String? { options?.app }
 
     package init(
         messageID: Int64,
@@ -55,16 +59,18 @@ package struct QueuedNotification: Sendable, Equatable {
         collapseID: String? = nil,
         pushType: String? = nil,
         topic: String? = nil,
-        queuedAt: Date? = nil
+        queuedAt: Date? = nil,
+        app: String? = nil
     ) {
         self.messageID = messageID
         self.deviceToken = deviceToken
         self.payload = payload
         self.queuedAt = queuedAt
-        let none = priority == nil && expiration == nil && collapseID == nil && pushType == nil && topic == nil
+        let none = priority == nil && expiration == nil && collapseID == nil && pushType == nil && topic == nil && app == nil
         options =
             none
-            ? nil : Options(priority: priority, expiration: expiration, collapseID: collapseID, pushType: pushType, topic: topic)
+            ? nil
+            : Options(priority: priority, expiration: expiration, collapseID: collapseID, pushType: pushType, topic: topic, app: app)
     }
 
     /// The expiry APNs gets, in epoch seconds (0: deliver once, do not store): the row's own `expiration`, else

@@ -34,8 +34,8 @@ struct SimulatorCommand: AsyncParsableCommand {
     var keyID = "DEVKEY0001"
     @Option(help: "HTTP/2 token authentication: the team id tokens must name.")
     var teamID = "DEVTEAM001"
-    @Option(help: "HTTP/2: the only apns-topic accepted (default: any).")
-    var topic: String?
+    @Option(help: "HTTP/2: an app's bundle id, repeatable: the apns-topics accepted (with push types' suffixes; default: any).")
+    var topic: [String] = []
     @Option(help: "HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS advertised.")
     var maxStreams = 1000
     @Option(help: "Status page port (0: any free port).")
@@ -87,7 +87,7 @@ struct SimulatorCommand: AsyncParsableCommand {
         configuration.feedbackPort = feedbackPort
         configuration.statusPort = noStatus ? nil : statusPort
         configuration.http2Port = http2Port
-        configuration.http2.topic = topic
+        configuration.http2.topics = topic
         configuration.http2.maxConcurrentStreams = maxStreams
         let keyPath = authKey ?? certs + "/AuthKey_DEVKEY0001.pub.pem"
         if let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) {

@@ -78,7 +78,7 @@ package final class Bench: Sendable {
             teamID: developmentTeamID,
             publicKeyPEM: String(contentsOfFile: certs + "/AuthKey_\(developmentKeyID).pub.pem", encoding: .utf8)
         )
-        configuration.http2.topic = developmentTopic
+        configuration.http2.topics = [developmentTopic]
         configuration.statusPort = nil
         configuration.keepAll = false
         configuration.recentLimit = 10

@@ -157,17 +157,36 @@ package final class PushService: Service, Sendable {
             for index in 1...max(1, connections) {
                 var logger = self.logger
                 if connections > 1 { logger[metadataKey: "push.connection"] = "\(index)" }
-                switch transport {
-                case .binary(let connector, let encoder):
-                    let destination = BinaryDestination(connector: connector, encoder: encoder, settings: configuration.push)
-                    let driver = SenderDriver(context: context, destination: destination, index: index, logger: logger)
-                    workers.addTask { await driver.run() }
-                case .http2(let connector, let topic, let tokens):
-                    let destination = HTTP2Destination(connector: connector, topic: topic, tokens: tokens, settings: configuration.push)
-                    let driver = SenderDriver(context: context, destination: destination, index: index, logger: logger, demand: demand)
-                    workers.addTask { await driver.run() }
-                }
+                let worker = Self.worker(transport, context: context, index: index, logger: logger, demand: demand)
+                workers.addTask { await worker() }
             }
+            // The other apps' senders, each on its own connection while it has rows.
+            let apps = AppSenders(configuration: configuration, context: context, catalog: AppCatalog(database: database, logger: logger))
+            workers.addTask { await apps.run() }
+        }
+    }
+
+    /// One connection's sender over `transport`: HTTP/2 connections beyond the first open on `demand`; with
+    /// `onDemand`, the connection opens only while the queue has rows.
+    static func worker(
+        _ transport: PushTransport,
+        context: WorkerContext,
+        index: Int = 1,
+        logger: Logger,
+        demand: ConnectionDemand? = nil,
+        onDemand: Bool = false
+    ) -> @Sendable () async -> Void {
+        switch transport {
+        case .binary(let connector, let encoder):
+            let destination = BinaryDestination(connector: connector, encoder: encoder, settings: context.settings)
+            var driver = SenderDriver(context: context, destination: destination, index: index, logger: logger)
+            driver.onDemand = onDemand
+            return { [driver] in await driver.run() }
+        case .http2(let connector, let topic, let tokens):
+            let destination = HTTP2Destination(connector: connector, topic: topic, tokens: tokens, settings: context.settings)
+            var driver = SenderDriver(context: context, destination: destination, index: index, logger: logger, demand: demand)
+            driver.onDemand = onDemand
+            return { [driver] in await driver.run() }
         }
     }
 

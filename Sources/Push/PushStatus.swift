@@ -9,6 +9,8 @@ package final class PushStatus: Sendable {
         var connections = 0
         var environment = WrongEnvironmentWindow()
         var stalled = false
+        /// Apps whose settings cannot be used, with why.
+        var unusableApps: [String: String] = [:]
     }
 
     private let state = NIOLockedValueBox(State())
@@ -31,6 +33,14 @@ package final class PushStatus: Sendable {
     package var gatewayStalled: Bool { state.withLockedValue { $0.stalled } }
 
     func gatewayStalled(_ stalled: Bool) { state.withLockedValue { $0.stalled = stalled } }
+
+    /// Apps the daemon cannot send for (their files cannot be used), with why, by name.
+    package var unusableApps: [(name: String, reason: String)] {
+        state.withLockedValue { $0.unusableApps.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+    }
+
+    func appUnusable(_ name: String, reason: String) { state.withLockedValue { $0.unusableApps[name] = reason } }
+    func appUsable(_ name: String) { state.withLockedValue { $0.unusableApps[name] = nil } }
 
     func connectionOpened() { state.withLockedValue { $0.connections += 1 } }
     func connectionClosed() { state.withLockedValue { $0.connections -= 1 } }

@@ -40,6 +40,9 @@ enum StatusServer {
         if status.gatewayStalled {
             return Response.text(.serviceUnavailable, "the gateway stopped reading (a stalled connection was closed)")
         }
+        if let app = status.unusableApps.first {
+            return Response.text(.serviceUnavailable, "app \(app.name) cannot send: \(app.reason)")
+        }
         if status.wrongEnvironment {
             return Response.text(
                 .serviceUnavailable,

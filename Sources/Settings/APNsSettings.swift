@@ -4,9 +4,9 @@ package import Support
 /// Where and how the push daemon and the feedback job reach APNs (or the local simulator).
 package struct APNsSettings: Sendable {
     /// The binary gateway. Default: Apple's sandbox in development, production otherwise.
-    package var gateway: Endpoint
+    package var gateway: Endpoint { didSet { namedEndpoints.insert(.apnsGateway) } }
     /// The binary feedback service. Default: Apple's sandbox in development, production otherwise.
-    package var feedback: Endpoint
+    package var feedback: Endpoint { didSet { namedEndpoints.insert(.apnsFeedback) } }
     /// The provider identity: PEM with certificate and key (the tutorial's `ck.pem`) or `.p12`.
     package var certificate: String?
     /// The passphrase of the identity's key, if it is encrypted.
@@ -17,7 +17,7 @@ package struct APNsSettings: Sendable {
     /// interface since 2021), `binary` in development (the tutorial's; the simulator speaks both).
     package var transport: APNsTransport
     /// The HTTP/2 API (`apns_host`). Default: `api.sandbox.push.apple.com:443` in development, `api.push.apple.com:443`.
-    package var host: Endpoint
+    package var host: Endpoint { didSet { namedEndpoints.insert(.apnsHost) } }
     /// Token authentication: the `.p8` signing key, its key id and the team id. Without a key file the daemon
     /// authenticates with the certificate. The key id defaults to the one in the file's name as Apple names it
     /// (`AuthKey_<KEY ID>.p8`), so that replacing the file replaces the id; an id that contradicts the name is refused.
@@ -26,6 +26,10 @@ package struct APNsSettings: Sendable {
     package var teamID: String?
     /// The app's bundle id (`apns-topic`).
     package var topic: String?
+    /// Endpoints set after the mode's defaults (`apns_gateway`, `apns_feedback`, `apns_host`, or by code): they hold
+    /// for every app, whatever its environment (the simulator, tests, a proxy); the others follow each app's
+    /// environment.
+    package var namedEndpoints: Set<ConfigurationKey> = []
 
     package init(mode: Mode) {
         switch mode {

@@ -141,7 +141,7 @@ final class HTTP2Handler: ChannelInboundHandler {
         let topic = headers.first(name: "apns-topic")
         if clientCertificate != true, topic == nil { return .init(status: 400, reason: "MissingTopic") }
         // The app's bundle id, or it with a suffix of a push type (`.voip`, `.push-type.liveactivity`, …).
-        if let expected = options.topic, let topic, topic != expected, !topic.hasPrefix(expected + ".") {
+        if !options.topics.isEmpty, let topic, !options.topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") }) {
             return .init(status: 400, reason: "BadTopic")
         }
         let pushType = headers.first(name: "apns-push-type") ?? "alert"

@@ -95,8 +95,9 @@ package struct SimulatorConfiguration: Sendable {
     package struct HTTP2Options: Sendable {
         /// Checks provider tokens (token authentication); without it only clients with a certificate get through.
         package var verifier: ProviderTokenVerifier?
-        /// When set, another `apns-topic` gets 400 BadTopic.
-        package var topic: String?
+        /// The apps' bundle ids: when any are set, an `apns-topic` that is none of them (nor one with a push type's
+        /// suffix) gets 400 BadTopic.
+        package var topics: [String] = []
         /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients. Apple: 1000 (it may start lower).
         package var maxConcurrentStreams = 1000
         /// Send GOAWAY after this many requests on a connection (later streams are not processed), then close.

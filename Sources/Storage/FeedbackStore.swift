@@ -12,10 +12,13 @@ package struct FeedbackStore: Sendable {
 
     let client: PostgresClient
     let logger: Logger
+    /// The app the chat API's users belong to: only its reports delete them.
+    let chatApp: String
 
-    package init(client: PostgresClient, logger: Logger) {
+    package init(client: PostgresClient, logger: Logger, chatApp: String = App.defaultName) {
         self.client = client
         self.logger = logger
+        self.chatApp = chatApp
     }
 
     /// `invalid_tokens.source` of a feedback-service tuple.
@@ -33,7 +36,7 @@ package struct FeedbackStore: Sendable {
 
     /// Stores feedback tuples as pending reports in `invalid_tokens` (one statement per batch; the newest report of
     /// a token wins and is handled again), so that they survive a database failure after the service sent them.
-    package func record(_ tuples: [FeedbackTuple]) async throws {
+    package func record(_ tuples: [FeedbackTuple], app: String = App.defaultName) async throws {
         var start = 0
         while start < tuples.count {
             let batch = tuples[start..<min(start + Self.batchSize, tuples.count)]
@@ -41,10 +44,10 @@ package struct FeedbackStore: Sendable {
             let times = batch.map { Date(timeIntervalSince1970: TimeInterval($0.timestamp)) }
             try await client.query(
                 """
-                INSERT INTO invalid_tokens (device_token, reported_at, source)
-                SELECT lower(t), max(r), \(Self.feedbackSource) FROM unnest(\(tokens)::text[], \(times)::timestamptz[]) AS x(t, r)
+                INSERT INTO invalid_tokens (app, device_token, reported_at, source)
+                SELECT \(app), lower(t), max(r), \(Self.feedbackSource) FROM unnest(\(tokens)::text[], \(times)::timestamptz[]) AS x(t, r)
                 GROUP BY lower(t)
-                ON CONFLICT (device_token) DO UPDATE SET
+                ON CONFLICT (app, device_token) DO UPDATE SET
                     reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
                     source = EXCLUDED.source, processed_at = NULL
                 """,
@@ -58,6 +61,8 @@ package struct FeedbackStore: Sendable {
     /// exact where a `Date` would round), so that exactly these are handled and a report added or renewed meanwhile
     /// waits for the next run.
     package struct PendingReports: Sendable, Equatable {
+        /// Each report's app (a token is invalid for one app: only that app's devices go).
+        package var apps: [String] = []
         package var tokens: [String] = []
         package var reportedAt: [Int64] = []
         /// Users handling them would delete (chat users and registered devices).
@@ -72,18 +77,27 @@ package struct FeedbackStore: Sendable {
         let rows = try await client.query(
             """
             WITH p AS (
-                SELECT device_token, reported_at FROM invalid_tokens WHERE processed_at IS NULL
+                SELECT app, device_token, reported_at FROM invalid_tokens WHERE processed_at IS NULL
             )
-            SELECT coalesce((SELECT array_agg(device_token ORDER BY reported_at) FROM p), '{}'),
-                   coalesce((SELECT array_agg((extract(epoch FROM reported_at) * 1000000)::bigint ORDER BY reported_at) FROM p), '{}'),
-                   (SELECT count(*) FROM active_users u JOIN p ON u.device_token = p.device_token AND u.token_updated_at < p.reported_at)
-                   + (SELECT count(*) FROM devices d JOIN p ON d.device_token = p.device_token AND d.updated_at < p.reported_at),
+            SELECT coalesce((SELECT array_agg(app ORDER BY reported_at, app, device_token) FROM p), '{}'),
+                   coalesce((SELECT array_agg(device_token ORDER BY reported_at, app, device_token) FROM p), '{}'),
+                   coalesce((SELECT array_agg((extract(epoch FROM reported_at) * 1000000)::bigint ORDER BY reported_at, app, device_token)
+                             FROM p), '{}'),
+                   (SELECT count(*) FROM active_users u JOIN p
+                        ON p.app = \(chatApp) AND u.device_token = p.device_token AND u.token_updated_at < p.reported_at)
+                   + (SELECT count(*) FROM devices d JOIN p ON d.app = p.app AND d.device_token = p.device_token AND d.updated_at < p.reported_at),
                    (SELECT count(*) FROM active_users WHERE device_token <> '0') + (SELECT count(*) FROM devices)
             """,
             logger: logger
         )
-        for try await (tokens, times, wouldDelete, withToken) in rows.decode(([String], [Int64], Int64, Int64).self) {
-            return PendingReports(tokens: tokens, reportedAt: times, wouldDelete: Int(wouldDelete), usersWithToken: Int(withToken))
+        for try await (apps, tokens, times, wouldDelete, withToken) in rows.decode(([String], [String], [Int64], Int64, Int64).self) {
+            return PendingReports(
+                apps: apps,
+                tokens: tokens,
+                reportedAt: times,
+                wouldDelete: Int(wouldDelete),
+                usersWithToken: Int(withToken)
+            )
         }
         return PendingReports()
     }
@@ -96,32 +110,35 @@ package struct FeedbackStore: Sendable {
         var daemon = Counts()
         for start in stride(from: 0, to: reports.tokens.count, by: Self.batchSize) {
             let end = min(start + Self.batchSize, reports.tokens.count)
-            let (tokens, times) = (Array(reports.tokens[start..<end]), Array(reports.reportedAt[start..<end]))
+            let (apps, tokens, times) = (
+                Array(reports.apps[start..<end]), Array(reports.tokens[start..<end]), Array(reports.reportedAt[start..<end])
+            )
             let rows = try await client.query(
                 """
                 WITH pending AS (
-                    SELECT i.device_token, i.reported_at, i.source = \(Self.feedbackSource) AS feedback
-                    FROM invalid_tokens i JOIN unnest(\(tokens)::text[], \(times)::bigint[]) AS c(device_token, micros)
-                    ON i.device_token = c.device_token AND (extract(epoch FROM i.reported_at) * 1000000)::bigint = c.micros
+                    SELECT i.app, i.device_token, i.reported_at, i.source = \(Self.feedbackSource) AS feedback
+                    FROM invalid_tokens i JOIN unnest(\(apps)::text[], \(tokens)::text[], \(times)::bigint[]) AS c(app, device_token, micros)
+                    ON i.app = c.app AND i.device_token = c.device_token AND (extract(epoch FROM i.reported_at) * 1000000)::bigint = c.micros
                     WHERE i.processed_at IS NULL
                     FOR UPDATE OF i SKIP LOCKED
                 ), deleted AS (
                     DELETE FROM active_users u USING pending p
-                    WHERE u.device_token = p.device_token AND u.token_updated_at < p.reported_at
+                    WHERE p.app = \(chatApp) AND u.device_token = p.device_token AND u.token_updated_at < p.reported_at
                     RETURNING p.feedback
                 ), deleted_devices AS (
                     DELETE FROM devices d USING pending p
-                    WHERE d.device_token = p.device_token AND d.updated_at < p.reported_at
+                    WHERE d.app = p.app AND d.device_token = p.device_token AND d.updated_at < p.reported_at
                     RETURNING p.feedback
                 ), marked AS (
                     UPDATE invalid_tokens i SET processed_at = now() FROM pending p
-                    WHERE i.device_token = p.device_token
+                    WHERE i.app = p.app AND i.device_token = p.device_token
                     RETURNING p.feedback
                 ), kept AS (
                     SELECT p.feedback FROM active_users u JOIN pending p
-                    ON u.device_token = p.device_token AND u.token_updated_at >= p.reported_at
+                    ON p.app = \(chatApp) AND u.device_token = p.device_token AND u.token_updated_at >= p.reported_at
                     UNION ALL
-                    SELECT p.feedback FROM devices d JOIN pending p ON d.device_token = p.device_token AND d.updated_at >= p.reported_at
+                    SELECT p.feedback FROM devices d JOIN pending p
+                    ON d.app = p.app AND d.device_token = p.device_token AND d.updated_at >= p.reported_at
                 ), gone AS (
                     SELECT feedback FROM deleted UNION ALL SELECT feedback FROM deleted_devices
                 )

@@ -1,11 +1,13 @@
 package import Foundation
 import Logging
 package import PostgresNIO
+import Settings
 
 /// `pushchat-api keys create|list|revoke`: the provider API's keys, on one connection.
 package struct KeyAdmin: Sendable {
     package struct Listed: Sendable, Equatable {
         package let name: String
+        package let app: String
         package let requestsPerMinute: Int
         package let recipientsPerMinute: Int
         package let createdAt: Date
@@ -27,12 +29,13 @@ package struct KeyAdmin: Sendable {
         hash: String,
         requestsPerMinute: Int,
         recipientsPerMinute: Int,
-        scopes: Set<KeyScope> = KeyScope.defaults
+        scopes: Set<KeyScope> = KeyScope.defaults,
+        app: String = App.defaultName
     ) async throws -> Bool {
         let rows = try await connection.query(
             """
-            INSERT INTO api_keys (name, key_hash, requests_per_minute, recipients_per_minute, scopes)
-            VALUES (\(name), \(hash), \(Int32(requestsPerMinute)), \(Int32(recipientsPerMinute)), \(scopes.sorted().map(\.rawValue)))
+            INSERT INTO api_keys (name, key_hash, requests_per_minute, recipients_per_minute, scopes, app)
+            VALUES (\(name), \(hash), \(Int32(requestsPerMinute)), \(Int32(recipientsPerMinute)), \(scopes.sorted().map(\.rawValue)), \(app))
             ON CONFLICT (name) DO NOTHING RETURNING 1
             """,
             logger: logger
@@ -42,16 +45,17 @@ package struct KeyAdmin: Sendable {
 
     package func list() async throws -> [Listed] {
         let rows = try await connection.query(
-            "SELECT name, requests_per_minute, recipients_per_minute, created_at, revoked_at, scopes FROM api_keys ORDER BY name",
+            "SELECT name, app, requests_per_minute, recipients_per_minute, created_at, revoked_at, scopes FROM api_keys ORDER BY name",
             logger: logger
         )
         var keys: [Listed] = []
-        for try await (name, requests, recipients, created, revoked, scopes) in rows.decode(
-            (String, Int32, Int32, Date, Date?, [String]).self
+        for try await (name, app, requests, recipients, created, revoked, scopes) in rows.decode(
+            (String, String, Int32, Int32, Date, Date?, [String]).self
         ) {
             keys.append(
                 Listed(
                     name: name,
+                    app: app,
                     requestsPerMinute: Int(requests),
                     recipientsPerMinute: Int(recipients),
                     createdAt: created,

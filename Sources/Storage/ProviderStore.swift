@@ -1,6 +1,7 @@
 package import Foundation
 package import Logging
 import PostgresNIO
+import Settings
 import Support
 
 /// The provider API's reads and writes: key lookup, the device registry, notifications into `push_queue`, and their
@@ -9,6 +10,12 @@ package struct ProviderStore: Sendable {
     /// An API key that may make requests, with its limits (0: none).
     package struct Key: Sendable, Equatable {
         package let name: String
+        /// The app it works in: it sees and sends only within it.
+        package var app = App.defaultName
+        /// The app was disabled (`pushchat-api apps disable`): the key may do nothing.
+        package var appDisabled = false
+        /// The app's bundle id (nil: the configuration's `apns_topic`, for the default app as migrated).
+        package var bundleID: String? = nil
         package let requestsPerMinute: Int
         package let recipientsPerMinute: Int
         /// What it may do.
@@ -46,6 +53,8 @@ package struct ProviderStore: Sendable {
     package struct Notification: Sendable {
         package var id: UUID
         package var keyName: String
+        /// The key's app: its devices are the recipients, its credentials send.
+        package var app: String
         package var target: Target
         package var payload: String
         package var pushType: String
@@ -64,6 +73,7 @@ package struct ProviderStore: Sendable {
         package init(
             id: UUID,
             keyName: String,
+            app: String,
             target: Target,
             payload: String,
             pushType: String,
@@ -78,6 +88,7 @@ package struct ProviderStore: Sendable {
         ) {
             self.id = id
             self.keyName = keyName
+            self.app = app
             self.target = target
             self.payload = payload
             self.pushType = pushType
@@ -132,31 +143,53 @@ package struct ProviderStore: Sendable {
 
     let database: DatabaseClient
     let logger: Logger
+    /// The app the chat API's users (`active_users`) belong to: only its keys reach them by udid, room or `all`.
+    let chatApp: String
 
-    package init(database: DatabaseClient, logger: Logger) {
+    package init(database: DatabaseClient, logger: Logger, chatApp: String = App.defaultName) {
         self.database = database
         self.logger = logger
+        self.chatApp = chatApp
     }
 
     /// The unrevoked key whose SHA-256 (hex) is `hash`.
     package func key(hash: String) async throws -> Key? {
         let rows = try await database.query(
-            "SELECT name, requests_per_minute, recipients_per_minute, scopes FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL",
+            """
+            SELECT k.name, k.requests_per_minute, k.recipients_per_minute, k.scopes, k.app, a.disabled_at IS NOT NULL, a.bundle_id
+            FROM api_keys k JOIN apps a ON a.name = k.app WHERE k.key_hash = \(hash) AND k.revoked_at IS NULL
+            """,
             logger: logger
         )
-        for (name, requests, recipients, scopes) in try rows.decode((String, Int32, Int32, [String]).self) {
-            return Key(name: name, requestsPerMinute: Int(requests), recipientsPerMinute: Int(recipients), scopes: KeyScope.parse(scopes))
+        for (name, requests, recipients, scopes, app, disabled, bundleID) in try rows.decode(
+            (String, Int32, Int32, [String], String, Bool, String?).self
+        ) {
+            return Key(
+                name: name,
+                app: app,
+                appDisabled: disabled,
+                bundleID: bundleID,
+                requestsPerMinute: Int(requests),
+                recipientsPerMinute: Int(recipients),
+                scopes: KeyScope.parse(scopes)
+            )
         }
         return nil
     }
 
     /// Registers the token (again): the user and client info are replaced and `updated_at` stamped (so the feedback
     /// job keeps it after an older report). Returns the device and whether it is new.
-    package func register(token: String, user: String?, clientInfo: String?, keyName: String) async throws -> (Device, created: Bool) {
+    package func register(
+        token: String,
+        user: String?,
+        clientInfo: String?,
+        key: Key
+    ) async throws -> (Device, created: Bool) {
         let rows = try await database.query(
             """
-            INSERT INTO devices AS d (device_token, user_ref, client_info, registered_by) VALUES (\(token), \(user), \(clientInfo), \(keyName))
-            ON CONFLICT (device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
+            INSERT INTO devices AS d (app, device_token, user_ref, client_info, registered_by)
+            VALUES (\(key.app), \(token), \(user), \(clientInfo), \(key.name))
+            ON CONFLICT (app, device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
                 registered_by = EXCLUDED.registered_by, updated_at = now()
             RETURNING \(unescaped: Self.deviceColumns), (xmax = 0)
             """,
@@ -171,16 +204,22 @@ package struct ProviderStore: Sendable {
         throw DatabaseError(context: "registering a device", underlying: CancellationError())
     }
 
-    /// Removes a registered device; whether it was registered.
-    package func unregister(token: String) async throws -> Bool {
-        let rows = try await database.query("DELETE FROM devices WHERE device_token = \(token) RETURNING 1", logger: logger)
+    /// Removes a device registered in `app`; whether it was registered there.
+    package func unregister(token: String, app: String) async throws -> Bool {
+        let rows = try await database.query(
+            "DELETE FROM devices WHERE app = \(app) AND device_token = \(token) RETURNING 1",
+            logger: logger
+        )
         return rows.count > 0
     }
 
-    /// A user's registered devices, oldest registration first.
-    package func devices(user: String) async throws -> [Device] {
+    /// A user's devices registered in `app`, oldest registration first.
+    package func devices(user: String, app: String) async throws -> [Device] {
         let rows = try await database.query(
-            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE user_ref = \(user) ORDER BY registered_at, device_token LIMIT 1000",
+            """
+            SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE app = \(app) AND user_ref = \(user)
+            ORDER BY registered_at, device_token LIMIT 1000
+            """,
             logger: logger
         )
         var devices: [Device] = []
@@ -223,19 +262,25 @@ package struct ProviderStore: Sendable {
         let expiration = notification.expiration.map { Date(timeIntervalSince1970: TimeInterval($0)) }
         let priority = notification.priority.map { Int16($0) }
         let badge = notification.badge.map { Int32($0) }
+        let app = notification.app
+        // The chat API's users belong to its app: another app's key never reaches them.
+        let chat = app == chatApp
         let rows = try await database.query(
             """
             WITH candidates AS (
                 SELECT t AS device_token FROM unnest(\(list)::text[]) AS t WHERE \(kind) = 'tokens'
-                UNION ALL SELECT device_token FROM devices WHERE \(kind) = 'users' AND user_ref = ANY(\(list)::text[])
-                UNION ALL SELECT device_token FROM active_users WHERE \(kind) = 'udids' AND udid = ANY(\(list)::text[]) AND device_token <> '0'
-                UNION ALL SELECT device_token FROM active_users WHERE \(kind) = 'room' AND secret_code = \(room) AND device_token <> '0'
-                UNION ALL SELECT device_token FROM devices WHERE \(kind) = 'all'
-                UNION ALL SELECT device_token FROM active_users WHERE \(kind) = 'all' AND device_token <> '0'
+                UNION ALL SELECT device_token FROM devices WHERE \(kind) = 'users' AND app = \(app) AND user_ref = ANY(\(list)::text[])
+                UNION ALL SELECT device_token FROM active_users
+                    WHERE \(kind) = 'udids' AND \(chat) AND udid = ANY(\(list)::text[]) AND device_token <> '0'
+                UNION ALL SELECT device_token FROM active_users
+                    WHERE \(kind) = 'room' AND \(chat) AND secret_code = \(room) AND device_token <> '0'
+                UNION ALL SELECT device_token FROM devices WHERE \(kind) = 'all' AND app = \(app)
+                UNION ALL SELECT device_token FROM active_users WHERE \(kind) = 'all' AND \(chat) AND device_token <> '0'
             ), targets AS (
                 SELECT DISTINCT c.device_token FROM candidates c
                 WHERE NOT (\(notification.onlyIfBadgeChanged)
-                           AND EXISTS (SELECT 1 FROM devices d WHERE d.device_token = c.device_token AND d.last_badge = \(badge)))
+                           AND EXISTS (SELECT 1 FROM devices d
+                                       WHERE d.app = \(app) AND d.device_token = c.device_token AND d.last_badge = \(badge)))
             ), counted AS (
                 SELECT count(*) AS n FROM targets
             ), within AS (
@@ -251,19 +296,19 @@ package struct ProviderStore: Sendable {
             ), go AS (
                 SELECT (SELECT ok FROM within) AND (\(notification.idempotencyKey)::text IS NULL OR EXISTS (SELECT 1 FROM idem)) AS ok
             ), note AS (
-                INSERT INTO notifications (id, key_name, recipients, push_type)
-                SELECT \(notification.id), \(notification.keyName), (SELECT n FROM counted), \(notification.pushType)
+                INSERT INTO notifications (id, key_name, app, recipients, push_type)
+                SELECT \(notification.id), \(notification.keyName), \(app), (SELECT n FROM counted), \(notification.pushType)
                 WHERE (SELECT ok FROM go)
                 RETURNING 1
             ), queued AS (
-                INSERT INTO push_queue (device_token, payload, priority, expiration, collapse_id, push_type, topic, notification_id)
-                SELECT device_token, \(notification.payload), \(priority), \(expiration), \(notification.collapseID),
+                INSERT INTO push_queue (app, device_token, payload, priority, expiration, collapse_id, push_type, topic, notification_id)
+                SELECT \(app), device_token, \(notification.payload), \(priority), \(expiration), \(notification.collapseID),
                        \(notification.pushType), \(notification.topic), \(notification.id)
                 FROM targets WHERE (SELECT ok FROM go)
                 RETURNING 1
             ), badges AS (
                 UPDATE devices SET last_badge = \(badge)
-                WHERE \(badge)::int IS NOT NULL AND (SELECT ok FROM go) AND device_token IN (SELECT device_token FROM targets)
+                WHERE \(badge)::int IS NOT NULL AND (SELECT ok FROM go) AND app = \(app) AND device_token IN (SELECT device_token FROM targets)
                 RETURNING 1
             )
             SELECT (SELECT ok FROM within), (SELECT ok FROM go), (SELECT n FROM counted), (SELECT count(*) FROM queued),

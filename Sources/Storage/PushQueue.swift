@@ -31,11 +31,14 @@ package struct PushQueue: Sendable {
         /// Apple's time; nil: the database's clock when recorded (never the daemon's).
         package let reportedAt: Date?
         package let source: String
+        /// The app Apple said it is invalid for (only that app's devices are pruned).
+        package let app: String
 
-        package init(token: String, reportedAt: Date?, source: String) {
+        package init(token: String, reportedAt: Date?, source: String, app: String? = nil) {
             self.token = token
             self.reportedAt = reportedAt
             self.source = source
+            self.app = app ?? App.defaultName
         }
     }
 
@@ -50,9 +53,13 @@ package struct PushQueue: Sendable {
     /// Who claims: `host:pid`, stored in `claimed_by`.
     package let instance: String
     let lease: Duration
+    let rescan: Duration
     let logger: Logger
     /// When retryable answers stop being retried.
     package var retryLimit = RetryLimit()
+    /// The app whose rows this queue claims (until the daemon keeps connections per app, the default app's: the
+    /// configuration's credentials must never send another app's rows).
+    package var app = App.defaultName
     /// Where this daemon's next claim starts (shared by its connections).
     let cursor: CursorBox
 
@@ -76,6 +83,7 @@ package struct PushQueue: Sendable {
         self.source = source
         self.instance = instance
         self.lease = lease
+        self.rescan = rescan
         self.logger = logger
         self.cursor = CursorBox(ClaimCursor(rescan: rescan))
     }
@@ -96,6 +104,26 @@ package struct PushQueue: Sendable {
         case .database(let database):
             return try await database.query(query, logger: logger, committed: committed)
         }
+    }
+
+    /// The same queue for `app`'s rows: its own claim cursor (one app's backlog never moves another's claims).
+    package func forApp(_ app: String) -> PushQueue {
+        var queue = PushQueue(source: source, instance: instance, lease: lease, rescan: rescan, logger: logger)
+        queue.retryLimit = retryLimit
+        queue.app = app
+        return queue
+    }
+
+    /// Whether this queue's app has rows waiting that nobody holds (an app's connection opens only then).
+    package func hasUnclaimed() async throws -> Bool {
+        let rows = try await run(
+            """
+            SELECT EXISTS (SELECT 1 FROM push_queue
+                           WHERE app = \(app) AND time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL)
+            """
+        )
+        for exists in try rows.decode(Bool.self) { return exists }
+        return false
     }
 
     /// Rows waiting to be sent, and how many seconds the oldest has waited (for metrics).
@@ -125,11 +153,12 @@ package struct PushQueue: Sendable {
             SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
             WHERE q.ctid = ANY(ARRAY(
                 SELECT ctid FROM push_queue
-                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND message_id > \(after)
+                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app) AND message_id > \(after)
                 ORDER BY message_id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
             ))
-            RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.topic, q.time_queued
+            RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.topic, q.time_queued,
+                q.app
             """,
             committed: true
         )
@@ -155,7 +184,8 @@ package struct PushQueue: Sendable {
                     collapseID: try column(String?.self),
                     pushType: try column(String?.self),
                     topic: try column(String?.self),
-                    queuedAt: try column(Date.self)
+                    queuedAt: try column(Date.self),
+                    app: try column(String.self).nilIfDefaultApp
                 )
             )
         }
@@ -309,13 +339,19 @@ package struct PushQueue: Sendable {
         // Apple's time as text ('' for none: then the database's clock, now(), not the daemon's).
         let times = tokens.map { $0.reportedAt.map { Date.ISO8601FormatStyle(includingFractionalSeconds: true).format($0) } ?? "" }
         return """
-            INSERT INTO invalid_tokens (device_token, reported_at, source)
-            SELECT DISTINCT ON (t) lower(t), coalesce(nullif(r, '')::timestamptz, now()), s
-            FROM unnest(\(tokens.map(\.token))::text[], \(times)::text[], \(tokens.map(\.source))::text[]) AS i(t, r, s)
-            ORDER BY t, 2 DESC
-            ON CONFLICT (device_token) DO UPDATE SET
+            INSERT INTO invalid_tokens (app, device_token, reported_at, source)
+            SELECT DISTINCT ON (a, lower(t)) a, lower(t), coalesce(nullif(r, '')::timestamptz, now()), s
+            FROM unnest(\(tokens.map(\.app))::text[], \(tokens.map(\.token))::text[], \(times)::text[], \(tokens.map(\.source))::text[])
+                AS i(a, t, r, s)
+            ORDER BY a, lower(t), 3 DESC
+            ON CONFLICT (app, device_token) DO UPDATE SET
                 reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
                 source = EXCLUDED.source, processed_at = NULL
             """
     }
+}
+
+extension String {
+    /// nil for the default app's name (a row of the default app stores nothing extra in memory).
+    fileprivate var nilIfDefaultApp: String? { self == App.defaultName ? nil : self }
 }

@@ -6,6 +6,7 @@ import Testing
 @testable import APNs
 @testable import Observability
 @testable import Settings
+@testable import Simulator
 @testable import Storage
 @testable import Support
 
@@ -30,18 +31,61 @@ import Testing
             )
             #expect(
                 tables
-                    == "active_users,api_keys,devices,idempotency_keys,invalid_tokens,messages,notifications,push_queue,schema_migrations"
+                    == "active_users,api_keys,apps,devices,idempotency_keys,invalid_tokens,messages,notifications,push_queue,schema_migrations"
             )
             let uncommented = try await TestDatabase.scalar(
                 url,
                 """
                 SELECT count(*) FROM information_schema.columns c
-                WHERE c.table_schema = 'public' AND c.table_name IN ('active_users', 'push_queue', 'messages', 'invalid_tokens')
+                WHERE c.table_schema = 'public'
+                  AND c.table_name IN ('active_users', 'push_queue', 'messages', 'invalid_tokens', 'apps', 'devices', 'api_keys', 'notifications')
                 AND col_description(format('%I', c.table_name)::regclass, c.ordinal_position) IS NULL
                 """,
                 as: Int64.self
             )
             #expect(uncommented == 0, "every column explains itself to a psql user")
+        }
+    }
+
+    /// An installation from before apps (schema 008) with rows pending, a device, a key and an invalid-token report:
+    /// `migrate` makes all of them the default app's, whose settings are the configuration's, and the push daemon
+    /// then sends every pending row as before (nothing lost, no new step).
+    @Test func anUpgradeFromBeforeAppsKeepsEveryRowAsTheDefaultApp() async throws {
+        try await TestDatabase.withEmptyDatabase { url in
+            let all = try Migration.load(from: TestDatabase.migrationsDirectory)
+            try await TestDatabase.withConnection(url) { connection in
+                _ = try await Migrator(connection: connection, migrations: all.filter { $0.version <= 8 }, logger: TestDatabase.logger)
+                    .migrate()
+                for statement: PostgresQuery in [
+                    "INSERT INTO push_queue (device_token, payload) SELECT lpad(to_hex(g), 64, '0'), '{\"aps\":{\"alert\":\"hi\"}}' FROM generate_series(1, 3) g",
+                    "INSERT INTO api_keys (name, key_hash) VALUES ('old', 'hash')",
+                    "INSERT INTO devices (device_token, registered_by) VALUES (lpad('a', 64, '0'), 'old')",
+                    "INSERT INTO invalid_tokens (device_token, reported_at, source) VALUES (lpad('b', 64, '0'), now(), 'feedback service')",
+                ] {
+                    try await connection.query(statement, logger: TestDatabase.logger)
+                }
+                let applied = try await Migrator(connection: connection, migrations: all, logger: TestDatabase.logger).migrate()
+                #expect(applied.map(\.version) == all.filter { $0.version > 8 }.map(\.version))
+                let apps = try await AppAdmin(connection: connection, logger: TestDatabase.logger).list()
+                #expect(apps.map(\.name) == ["default"])
+                #expect(apps.first?.usesConfiguration == true, "the default app takes its settings from the env file")
+            }
+            for table in ["push_queue", "api_keys", "devices", "invalid_tokens"] {
+                let other = try await TestDatabase.scalar(
+                    url,
+                    PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table) WHERE app <> 'default'"),
+                    as: Int64.self
+                )
+                #expect(other == 0, "every \(table) row is the default app's")
+            }
+            let simulator = try APNsSimulator(configuration: SimulatorTests.configuration(), logger: TestDatabase.logger)
+            try await simulator.withRunning { ports in
+                let harness = PushHarness(url: url, simulator: simulator, ports: ports)
+                try await harness.withDaemon {
+                    try await harness.waitUntilAllSent(3)
+                }
+                #expect(Set(harness.acceptedCounts.keys) == [1, 2, 3], "the rows queued before the upgrade went out")
+            }
         }
     }
 

@@ -24,7 +24,8 @@ import Testing
         name: String = "backend",
         requests: Int = 0,
         recipients: Int = 0,
-        scopes: Set<KeyScope> = Set(KeyScope.allCases)
+        scopes: Set<KeyScope> = Set(KeyScope.allCases),
+        app: String = App.defaultName
     ) async throws -> String {
         let key = APIKey.generate()
         let created = try await TestDatabase.withConnection(url) { connection in
@@ -33,7 +34,8 @@ import Testing
                 hash: APIKey.hash(key),
                 requestsPerMinute: requests,
                 recipientsPerMinute: recipients,
-                scopes: scopes
+                scopes: scopes,
+                app: app
             )
         }
         #expect(created)

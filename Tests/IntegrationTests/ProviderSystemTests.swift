@@ -62,9 +62,12 @@ import Testing
         let key = try createKey("alerting", mode: mode, environment: environment, scopes)
         _ = try createKey("plain", mode: mode, environment: environment)
         let listed = try Executable(name: "pushchat-api").run(["keys", "list", mode], environment: environment)
-        #expect(listed.standardOutput.contains("alerting\t0\t0\tsend,broadcast,devices:write,status\t"), "\(listed.standardOutput)")
         #expect(
-            listed.standardOutput.contains("plain\t6000\t100000\tsend,devices:write,status\t"),
+            listed.standardOutput.contains("alerting\tdefault\t0\t0\tsend,broadcast,devices:write,status\t"),
+            "\(listed.standardOutput)"
+        )
+        #expect(
+            listed.standardOutput.contains("plain\tdefault\t6000\t100000\tsend,devices:write,status\t"),
             "finite limits, no broadcast by default"
         )
         let unknown = try Executable(name: "pushchat-api").run(["keys", "create", "x", mode, "--scope", "admin"], environment: environment)

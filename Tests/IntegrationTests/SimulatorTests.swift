@@ -28,7 +28,7 @@ import Testing
             teamID: PushHarness.teamID,
             publicKeyPEM: String(contentsOfFile: TestCertificates.path("AuthKey_DEVKEY0001.pub.pem"), encoding: .utf8)
         )
-        configuration.http2.topic = PushHarness.topic
+        configuration.http2.topics = [PushHarness.topic, AppsTests.betaTopic]
         return configuration
     }
 

@@ -36,11 +36,13 @@ struct ProviderController: Sendable {
             }
         }
         router.get("/v1/devices") { request, context in
-            try await endpoint("devices.list", (.devicesRead, "list devices"), request, context) { _ in try await devices(request) }
+            try await endpoint("devices.list", (.devicesRead, "list devices"), request, context) { key in
+                try await devices(request, key: key)
+            }
         }
         router.delete("/v1/devices/:token") { request, context in
-            try await endpoint("devices.unregister", (.devicesWrite, "delete devices"), request, context) { _ in
-                try await unregister(context.parameters.get("token") ?? "")
+            try await endpoint("devices.unregister", (.devicesWrite, "delete devices"), request, context) { key in
+                try await unregister(context.parameters.get("token") ?? "", key: key)
             }
         }
         router.post("/v1/notifications") { request, context in
@@ -100,6 +102,9 @@ struct ProviderController: Sendable {
         guard let key = try await store.key(hash: hash) else {
             throw ProviderError(.unauthorized, .unauthorized, "unknown or revoked API key")
         }
+        guard !key.appDisabled else {
+            throw ProviderError(.forbidden, .forbidden, "the key's app \(key.app) is disabled (pushchat-api apps enable \(key.app))")
+        }
         return key
     }
 
@@ -139,24 +144,24 @@ struct ProviderController: Sendable {
                 token: registration.token,
                 user: registration.user,
                 clientInfo: registration.clientInfo,
-                keyName: key.name
+                key: key
             )
         }
         return Self.json(created ? .created : .ok, DeviceJSON(device))
     }
 
-    func devices(_ request: Request) async throws -> Response {
+    func devices(_ request: Request, key: ProviderStore.Key) async throws -> Response {
         guard let user = request.uri.queryParameters.get("user") else {
             throw ProviderError.invalid("user", "give the user whose devices to list: GET /v1/devices?user=REF")
         }
         let checked = try ProviderJSON.user(.string(user), "user")
-        let devices = try await database { store in try await store.devices(user: checked) }
+        let devices = try await database { store in try await store.devices(user: checked, app: key.app) }
         return Self.json(.ok, ["devices": devices.map(DeviceJSON.init)])
     }
 
-    func unregister(_ token: String) async throws -> Response {
+    func unregister(_ token: String, key: ProviderStore.Key) async throws -> Response {
         let token = try ProviderJSON.token(.string(token), "token")
-        guard try await database({ store in try await store.unregister(token: token) }) else {
+        guard try await database({ store in try await store.unregister(token: token, app: key.app) }) else {
             throw ProviderError(.notFound, .notFound, "no device is registered with this token", field: "token")
         }
         return Response(status: .noContent)
@@ -174,10 +179,11 @@ struct ProviderController: Sendable {
         case .tokens, .users:
             break
         }
-        if let topic = checked.topic, let appTopic, !Self.topic(topic, belongsTo: appTopic) {
+        // The key's app's bundle id (the configuration's apns_topic for the default app as migrated).
+        if let topic = checked.topic, let bundleID = key.bundleID ?? appTopic, !Self.topic(topic, belongsTo: bundleID) {
             throw ProviderError.invalid(
                 "topic",
-                "topic must be \(appTopic) or it with one of Apple's suffixes (\(Self.topicSuffixes.joined(separator: ", ")))"
+                "topic must be \(bundleID) or it with one of Apple's suffixes (\(Self.topicSuffixes.joined(separator: ", ")))"
             )
         }
         let idempotencyKey = try request.headers[Self.idempotencyHeader].map { value throws(ProviderError) in
@@ -193,6 +199,7 @@ struct ProviderController: Sendable {
         let notification = ProviderStore.Notification(
             id: UUID(),
             keyName: key.name,
+            app: key.app,
             target: checked.target,
             payload: checked.payload.json,
             pushType: checked.pushType.rawValue,

@@ -136,7 +136,7 @@ extension SenderDriver {
                     "Message \(row.messageID) refused: \(status) \(reason) for token \(DeviceToken.redacted(row.deviceToken))",
                     metadata: metadata
                 )
-                let report = PushQueue.InvalidToken(token: row.deviceToken, reportedAt: since, source: source)
+                let report = PushQueue.InvalidToken(token: row.deviceToken, reportedAt: since, source: source, app: row.app)
                 outcomes.failed(row, status: status, reason: reason, kind: reason, unregistered: report)
             case .credentialsRefused(let status, let reason, let message):
                 if session.update({ $0.credentialsRefused() }) {

@@ -24,6 +24,9 @@ struct SenderDriver<D: Destination>: Sendable {
     /// Shared by the daemon's connections when extra ones open on demand: connection 1 is always open, the others
     /// open while the open ones are saturated and close when idle (nil: this connection is always open).
     var demand: ConnectionDemand? = nil
+    /// Connects only while its queue (an app's) has unclaimed rows, and closes after `apns_connection_idle` without
+    /// work: an app that sends now and then holds no connection in between.
+    var onDemand = false
 
     var settings: PushSettings { context.settings }
     var outcomes: Outcomes { context.outcomes }
@@ -34,6 +37,8 @@ struct SenderDriver<D: Destination>: Sendable {
 
     /// Opens only on demand and closes when idle.
     var isElastic: Bool { demand != nil && index > 1 }
+    /// Closes after `apns_connection_idle` without work.
+    var closesWhenIdle: Bool { isElastic || onDemand }
 
     /// Runs until graceful shutdown, then gives back what it holds.
     func run() async {
@@ -47,6 +52,9 @@ struct SenderDriver<D: Destination>: Sendable {
                 // Dormant until every open connection is saturated while rows wait.
                 guard await waitForDemand(demand) else { break }
                 logger.info("The open connections are saturated: opening connection \(index)")
+            } else if onDemand, carry.isEmpty {
+                // Dormant until the app has rows.
+                guard await waitForRows() else { break }
             }
             logger.info("Connecting to \(destination.endpoint)\(destination.interface)")
             if attempts > 0 { metrics.reconnects.increment() }
@@ -72,7 +80,9 @@ struct SenderDriver<D: Destination>: Sendable {
             if opened { limit = next }
             if idle {
                 logger.info(
-                    "Connection \(index) idle for \(settings.connectionIdle.formatted): closed until the others are saturated again"
+                    isElastic
+                        ? "Connection \(index) idle for \(settings.connectionIdle.formatted): closed until the others are saturated again"
+                        : "Connection idle for \(settings.connectionIdle.formatted): closed until there are notifications to send"
                 )
                 backoff.reset()
                 continue
@@ -83,6 +93,16 @@ struct SenderDriver<D: Destination>: Sendable {
             }
         }
         Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
+    }
+
+    /// Waits until the queue has unclaimed rows (true) or shutdown (false): a NOTIFY or the poll interval looks again.
+    private func waitForRows() async -> Bool {
+        while !shutdown.isRequested {
+            let generation = signal.generation
+            if (try? await context.queue.hasUnclaimed()) == true { return true }
+            await signal.wait(after: generation, timeout: context.pollInterval)
+        }
+        return false
     }
 
     /// Waits until `demand` wants this connection open (true) or shutdown (false).
@@ -135,7 +155,7 @@ struct SenderDriver<D: Destination>: Sendable {
             )
             inFlight.set(count)
             demand?.report(index, saturated: saturated)
-            if isElastic {
+            if closesWhenIdle {
                 if !idle {
                     idleSince = nil
                 } else if let since = idleSince, since.duration(to: .now) >= settings.connectionIdle {

@@ -16,4 +16,21 @@ struct WorkerContext: Sendable {
     let metrics: PushMetrics
     let status: PushStatus
     let logger: Logger
+
+    /// The same context for one app's sender: its queue (its rows, its claim cursor) and its own stop, which the
+    /// service also raises at graceful shutdown.
+    func forApp(_ app: String, shutdown: ShutdownFlag) -> WorkerContext {
+        WorkerContext(
+            settings: settings,
+            pollInterval: pollInterval,
+            queue: queue.forApp(app),
+            outcomes: outcomes,
+            held: held,
+            signal: signal,
+            shutdown: shutdown,
+            metrics: metrics,
+            status: status,
+            logger: logger
+        )
+    }
 }

@@ -1,0 +1,226 @@
+import ArgumentParser
+import Foundation
+import Settings
+import Storage
+import Support
+
+/// `pushchat-api apps add|list|update|disable|enable`: the apps this server sends for.
+struct AppsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apps",
+        abstract: "Add, list, update, disable and enable the apps this server sends for (bundle id, environment, credentials).",
+        subcommands: [Add.self, List.self, Update.self, Disable.self, Enable.self]
+    )
+
+    /// A refused apps command: one line, exit 1.
+    struct Refusal: PushChatError {
+        typealias Code = ErrorCode<Refusal>
+        var code: Code { .init("refused") }
+        let reason: String
+        var description: String { reason }
+    }
+
+    /// What `add` and `update` say about an app.
+    struct SettingsOptions: ParsableArguments {
+        @Option(name: .customLong("bundle-id"), help: "The app's bundle id, e.g. com.example.PushChat (its notifications' topic).")
+        var bundleID: String
+        @Option(help: "Apple's environment: sandbox (development builds) or production.")
+        var environment: String
+        @Option(help: "binary (certificate only) or http2 (default).")
+        var transport: String = "http2"
+        @Option(
+            name: .customLong("key-file"),
+            help: "Token authentication: the .p8 signing key's absolute path (the push daemon reads it)."
+        )
+        var keyFile: String?
+        @Option(name: .customLong("key-id"), help: "The signing key's 10-character id (default: from the file name AuthKey_<ID>.p8).")
+        var keyID: String?
+        @Option(name: .customLong("team-id"), help: "Your Apple developer team's 10-character id.")
+        var teamID: String?
+        @Option(help: "Certificate authentication: the client certificate and key's absolute path (PEM or .p12).")
+        var certificate: String?
+        @Option(
+            name: .customLong("passphrase-file"),
+            help: "The absolute path of a file holding the certificate key's passphrase (never on the command line)."
+        )
+        var passphraseFile: String?
+
+        /// The settings, or the reason they cannot work.
+        func settings() throws -> App.Settings {
+            guard let environment = App.Environment(rawValue: environment) else {
+                throw ValidationError("--environment: expected sandbox or production, got '\(environment)'")
+            }
+            guard let transport = APNsTransport(rawValue: transport) else {
+                throw ValidationError("--transport: expected binary or http2, got '\(transport)'")
+            }
+            let credentials: App.Credentials
+            switch (keyFile, certificate) {
+            case (let keyFile?, nil):
+                guard passphraseFile == nil else { throw ValidationError("--passphrase-file goes with --certificate, not --key-file") }
+                let named = APNsSettings.keyID(fileName: keyFile)
+                guard let keyID = keyID ?? named else {
+                    throw ValidationError("--key-id is required when the key file is not named AuthKey_<KEY ID>.p8")
+                }
+                if let named, named != keyID {
+                    throw ValidationError("--key-id \(keyID) contradicts the key file's name (\(named)); the file name is Apple's")
+                }
+                guard let teamID else { throw ValidationError("--team-id is required with --key-file") }
+                credentials = .token(keyFile: keyFile, keyID: keyID, teamID: teamID)
+            case (nil, let certificate?):
+                guard keyID == nil, teamID == nil else {
+                    throw ValidationError("--key-id and --team-id go with --key-file, not --certificate")
+                }
+                credentials = .certificate(path: certificate, passphraseFile: passphraseFile)
+            case (nil, nil):
+                throw ValidationError("give the app's credentials: --key-file (with --team-id) or --certificate")
+            case (_?, _?):
+                throw ValidationError("--key-file and --certificate contradict each other; give one")
+            }
+            let settings = App.Settings(bundleID: bundleID, environment: environment, transport: transport, credentials: credentials)
+            if let problem = settings.problem { throw ValidationError(problem) }
+            return settings
+        }
+
+        func validate() throws { _ = try settings() }
+
+        /// Files the operator named that this process cannot see: said, not refused (the push daemon reads them as
+        /// its own user; it alarms if it cannot).
+        func missingFiles() -> [String] {
+            [keyFile, certificate, passphraseFile].compactMap { $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add an app: its bundle id, environment, transport and credentials.")
+        @Argument(help: "The app's name in keys and metrics: 1 to 64 lower-case letters, digits, '.', '-', '_'.")
+        var name: String
+        @OptionGroup var app: SettingsOptions
+        @OptionGroup var options: ProcessOptions
+        @OptionGroup var owner: RoleOption
+
+        func validate() throws {
+            guard App.isValidName(name) else {
+                throw ValidationError("an app name is 1 to 64 lower-case letters, digits, '.', '-' or '_', starting with a letter or digit")
+            }
+        }
+
+        func run() async throws {
+            let settings = try app.settings()
+            try await QueueCommand.withConnection(options, program: "pushchat-api apps add", role: owner) { connection, logger in
+                guard try await AppAdmin(connection: connection, logger: logger).add(name: name, settings: settings) else {
+                    throw Refusal(reason: "an app named \(name) exists; change it with apps update")
+                }
+                print("Added app \(name): \(AppsCommand.describe(settings))")
+                for file in app.missingFiles() { print("warning: \(file) does not exist here; the push daemon must be able to read it") }
+            }
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Replace an app's settings (every one, as add takes them); the push daemon reconnects with them."
+        )
+        @Argument(help: "The app's name.")
+        var name: String
+        @OptionGroup var app: SettingsOptions
+        @OptionGroup var options: ProcessOptions
+        @OptionGroup var owner: RoleOption
+
+        func validate() throws {
+            guard name != App.defaultName else {
+                throw ValidationError("the default app takes its settings from the configuration (PUSHCHAT_APNS_*): change them there")
+            }
+        }
+
+        func run() async throws {
+            let settings = try app.settings()
+            try await QueueCommand.withConnection(options, program: "pushchat-api apps update", role: owner) { connection, logger in
+                guard try await AppAdmin(connection: connection, logger: logger).update(name: name, settings: settings) else {
+                    throw Refusal(reason: "no app named \(name); add it with apps add")
+                }
+                print("Updated app \(name): \(AppsCommand.describe(settings))")
+                for file in app.missingFiles() { print("warning: \(file) does not exist here; the push daemon must be able to read it") }
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List apps: name, bundle id, environment, transport, credentials, state.")
+        @OptionGroup var options: ProcessOptions
+
+        func run() async throws {
+            try await QueueCommand.withConnection(options, program: "pushchat-api apps list") { connection, logger in
+                let apps = try await AppAdmin(connection: connection, logger: logger).list()
+                print("name\tbundle id\tenvironment\ttransport\tcredentials\tstate")
+                for app in apps {
+                    let state = app.disabledAt.map { "disabled \($0.formatted(.iso8601))" } ?? "enabled"
+                    guard let settings = app.settings else {
+                        print("\(app.name)\t(configuration)\t(configuration)\t(configuration)\tPUSHCHAT_APNS_*\t\(state)")
+                        continue
+                    }
+                    let credentials =
+                        switch settings.credentials {
+                        case .token(let file, let key, let team): "key \(key) team \(team) \(file)"
+                        case .certificate(let path, _): "certificate \(path)"
+                        }
+                    print(
+                        "\(app.name)\t\(settings.bundleID)\t\(settings.environment.rawValue)\t\(settings.transport.rawValue)\t\(credentials)\t\(state)"
+                    )
+                }
+            }
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Disable an app: its keys get 403, its queued notifications stay queued and nothing is sent for it."
+        )
+        @Argument(help: "The app's name.")
+        var name: String
+        @OptionGroup var options: ProcessOptions
+        @OptionGroup var owner: RoleOption
+
+        func validate() throws {
+            guard name != App.defaultName else {
+                throw ValidationError(
+                    "the default app cannot be disabled: it sends with the configuration's credentials (stop pushchat-push instead)"
+                )
+            }
+        }
+
+        func run() async throws {
+            try await QueueCommand.withConnection(options, program: "pushchat-api apps disable", role: owner) { connection, logger in
+                guard try await AppAdmin(connection: connection, logger: logger).setDisabled(name: name, true) else {
+                    throw Refusal(reason: "no enabled app named \(name)")
+                }
+                print("Disabled app \(name)")
+            }
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a disabled app again.")
+        @Argument(help: "The app's name.")
+        var name: String
+        @OptionGroup var options: ProcessOptions
+        @OptionGroup var owner: RoleOption
+
+        func run() async throws {
+            try await QueueCommand.withConnection(options, program: "pushchat-api apps enable", role: owner) { connection, logger in
+                guard try await AppAdmin(connection: connection, logger: logger).setDisabled(name: name, false) else {
+                    throw Refusal(reason: "no disabled app named \(name)")
+                }
+                print("Enabled app \(name)")
+            }
+        }
+    }
+
+    static func describe(_ settings: App.Settings) -> String {
+        let credentials =
+            switch settings.credentials {
+            case .token(_, let key, let team): "signing key \(key) of team \(team)"
+            case .certificate: "a client certificate"
+            }
+        return "\(settings.bundleID) in \(settings.environment.rawValue) over \(settings.transport.rawValue) with \(credentials)"
+    }
+}

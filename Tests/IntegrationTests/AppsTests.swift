@@ -1,0 +1,372 @@
+import Foundation
+import HTTPTypes
+import PostgresNIO
+import Testing
+
+@testable import API
+@testable import APNs
+@testable import Settings
+@testable import Simulator
+@testable import Storage
+@testable import Support
+
+/// Several apps on one server (issue 29): `pushchat-api apps`, keys that work only inside their app, devices per app,
+/// and invalid-token reports that prune only their app's devices.
+@Suite struct AppsTests {
+    static let betaTopic = "com.example.Beta"
+
+    static func apps(_ url: DatabaseURL) async throws -> String {
+        try await TestDatabase.scalar(url, "SELECT coalesce(md5(string_agg(a::text, ',' ORDER BY name)), '-') FROM apps a", as: String.self)
+    }
+
+    /// `pushchat-api apps` as an operator runs it: add (token key, certificate), list, update, disable, enable; every
+    /// refusal is one line, exit 1, nothing written; `keys create --app` only for an app that exists.
+    @Test func theAppsCommandAddsListsUpdatesDisablesAndRefusesBadSettings() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            let environment = ["PUSHCHAT_DATABASE_URL": url.connectionString]
+            let api = try Executable(name: "pushchat-api")
+            func run(_ arguments: [String]) throws -> Executable.Result {
+                try api.run(arguments + ["development"], environment: environment)
+            }
+            let key = TestCertificates.path("AuthKey_DEVKEY0001.p8")
+            let added = try run([
+                "apps", "add", "beta", "--bundle-id", "com.example.Beta", "--environment", "sandbox", "--key-file", key, "--team-id",
+                "DEVTEAM001",
+            ])
+            #expect(added.status == 0, "\(added.standardError)")
+            #expect(added.standardOutput.contains("com.example.Beta in sandbox over http2 with signing key DEVKEY0001 of team DEVTEAM001"))
+            let certificate = try run([
+                "apps", "add", "white-label.1", "--bundle-id", "com.example.White", "--environment", "production", "--transport", "binary",
+                "--certificate", TestCertificates.path("ck.pem"), "--passphrase-file", "/nonexistent/passphrase",
+            ])
+            #expect(certificate.status == 0, "\(certificate.standardError)")
+            #expect(certificate.standardOutput.contains("warning: /nonexistent/passphrase does not exist here"))
+            let before = try await Self.apps(url)
+            let refusals: [([String], String)] = [
+                (
+                    [
+                        "apps", "add", "beta", "--bundle-id", "com.example.B", "--environment", "sandbox", "--key-file", key, "--team-id",
+                        "DEVTEAM001",
+                    ], "an app named beta exists"
+                ),
+                (
+                    [
+                        "apps", "add", "Bad Name", "--bundle-id", "com.example.B", "--environment", "sandbox", "--key-file", key,
+                        "--team-id", "DEVTEAM001",
+                    ], "an app name is"
+                ),
+                (
+                    [
+                        "apps", "add", "b", "--bundle-id", "nodots", "--environment", "sandbox", "--key-file", key, "--team-id",
+                        "DEVTEAM001",
+                    ], "is not reverse-DNS"
+                ),
+                (
+                    [
+                        "apps", "add", "b", "--bundle-id", "com.example.B", "--environment", "staging", "--key-file", key, "--team-id",
+                        "DEVTEAM001",
+                    ], "expected sandbox or production"
+                ),
+                (
+                    ["apps", "add", "b", "--bundle-id", "com.example.B", "--environment", "sandbox", "--key-file", key],
+                    "--team-id is required"
+                ),
+                (
+                    [
+                        "apps", "add", "b", "--bundle-id", "com.example.B", "--environment", "sandbox", "--key-file", key, "--key-id",
+                        "OTHERKEY01", "--team-id", "DEVTEAM001",
+                    ], "contradicts the key file's name"
+                ),
+                (
+                    [
+                        "apps", "add", "b", "--bundle-id", "com.example.B", "--environment", "sandbox", "--key-file",
+                        "AuthKey_DEVKEY0001.p8", "--team-id", "DEVTEAM001",
+                    ], "must be an absolute path"
+                ),
+                (
+                    [
+                        "apps", "add", "b", "--bundle-id", "com.example.B", "--environment", "sandbox", "--transport", "binary",
+                        "--key-file", key, "--team-id", "DEVTEAM001",
+                    ], "certificate only"
+                ),
+                (
+                    [
+                        "apps", "add", "b", "--bundle-id", "com.example.B", "--environment", "sandbox", "--key-file", key, "--team-id",
+                        "DEVTEAM001", "--certificate", "/c.pem",
+                    ], "contradict each other"
+                ),
+                (["apps", "add", "b", "--bundle-id", "com.example.B", "--environment", "sandbox"], "give the app's credentials"),
+                (
+                    ["apps", "update", "nobody", "--bundle-id", "com.example.B", "--environment", "sandbox", "--certificate", "/c.pem"],
+                    "no app named nobody"
+                ),
+                (["apps", "disable", "nobody"], "no enabled app named nobody"),
+                (["apps", "enable", "beta"], "no disabled app named beta"),
+                (["keys", "create", "k", "--app", "nobody"], "no app named nobody"),
+            ]
+            for (arguments, reason) in refusals {
+                let refused = try run(arguments)
+                #expect(refused.status != 0, "\(arguments)")
+                #expect(refused.standardError.contains(reason), "\(arguments): \(refused.standardError)")
+            }
+            #expect(try await Self.apps(url) == before, "refusals write nothing")
+            #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM api_keys", as: Int64.self) == 0)
+
+            let updated = try run([
+                "apps", "update", "beta", "--bundle-id", "com.example.Beta2", "--environment", "production", "--certificate",
+                "/etc/pushchat/beta.pem",
+            ])
+            #expect(updated.status == 0, "\(updated.standardError)")
+            #expect(try run(["apps", "disable", "white-label.1"]).status == 0)
+            let listed = try run(["apps", "list"])
+            let lines = listed.standardOutput.split(separator: "\n").map(String.init)
+            #expect(lines.count == 4, "\(listed.standardOutput)")
+            #expect(
+                lines.contains { $0.hasPrefix("beta\tcom.example.Beta2\tproduction\thttp2\tcertificate /etc/pushchat/beta.pem\tenabled") }
+            )
+            #expect(lines.contains { $0.hasPrefix("default\t(configuration)") })
+            #expect(
+                lines.contains {
+                    $0.hasPrefix("white-label.1\tcom.example.White\tproduction\tbinary\tcertificate ") && $0.contains("\tdisabled ")
+                }
+            )
+            #expect(try run(["apps", "enable", "white-label.1"]).status == 0)
+
+            let created = try run(["keys", "create", "beta-backend", "--app", "beta"])
+            #expect(created.status == 0, "\(created.standardError)")
+            #expect(created.standardOutput.contains("Created key beta-backend for app beta"))
+            #expect(try run(["keys", "list"]).standardOutput.contains("beta-backend\tbeta\t"))
+        }
+    }
+
+    static func addApp(_ url: DatabaseURL, _ name: String, bundleID: String) async throws {
+        let settings = App.Settings(
+            bundleID: bundleID,
+            environment: .sandbox,
+            transport: .http2,
+            credentials: .token(keyFile: TestCertificates.path("AuthKey_DEVKEY0001.p8"), keyID: "DEVKEY0001", teamID: "DEVTEAM001")
+        )
+        let added = try await TestDatabase.withConnection(url) { connection in
+            try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: name, settings: settings)
+        }
+        #expect(added)
+    }
+
+    /// A key sees and sends only within its app: the same token in two apps is two devices, another app's device is
+    /// 404, `all` reaches only its app's devices (the chat users belong to the default app), a topic must be its
+    /// app's bundle id, and a disabled app's key is refused with nothing written.
+    @Test func aKeySeesAndSendsOnlyWithinItsApp() async throws {
+        try await APIHarness.run { api in
+            try await Self.addApp(api.url, "beta", bundleID: "com.example.Beta")
+            let main = try await ProviderAPITests.createKey(api.url, name: "main")
+            let beta = try await ProviderAPITests.createKey(api.url, name: "beta-backend", app: "beta")
+            let shared = ProviderAPITests.token(0x01)
+            for (key, user) in [(main, "alice"), (beta, "alice")] {
+                let registered = try await ProviderAPITests.call(
+                    api,
+                    .post,
+                    "/v1/devices",
+                    key: key,
+                    #"{"token": "\#(shared)", "user": "\#(user)"}"#
+                )
+                #expect(registered.status == 201, "the same token in two apps is two devices")
+            }
+            #expect(
+                try await ProviderAPITests.call(
+                    api,
+                    .post,
+                    "/v1/devices",
+                    key: main,
+                    #"{"token": "\#(ProviderAPITests.token(0x02))", "user": "bob"}"#
+                )
+                .status == 201
+            )
+            #expect(try await api.count("devices") == 3)
+            let listed = try await ProviderAPITests.call(api, .get, "/v1/devices?user=bob", key: beta)
+            #expect((listed.json["devices"] as? [Any])?.isEmpty == true, "another app's user has no devices here")
+            let foreign = try await ProviderAPITests.call(api, .delete, "/v1/devices/\(ProviderAPITests.token(0x02))", key: beta)
+            #expect(foreign.status == 404, "another app's device is not found")
+            // A chat user of the default app.
+            try await TestDatabase.withConnection(api.url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO active_users (udid, device_token, nickname, secret_code)
+                    VALUES (\(String(repeating: "c", count: 40)), \(ProviderAPITests.token(0x03)), 'chat', 'room')
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            let toAll = try await ProviderAPITests.call(
+                api,
+                .post,
+                "/v1/notifications",
+                key: beta,
+                #"{"to": {"all": true}, "aps": {"alert": "beta"}}"#
+            )
+            #expect(toAll.status == 202, "\(toAll.json)")
+            #expect(toAll.json["recipients"] as? Int == 1, "beta's one device, not the default app's devices or chat users")
+            let mainAll = try await ProviderAPITests.call(
+                api,
+                .post,
+                "/v1/notifications",
+                key: main,
+                #"{"to": {"all": true}, "aps": {"alert": "main"}}"#
+            )
+            #expect(mainAll.json["recipients"] as? Int == 3, "the default app's two devices and its chat user")
+            let rows = try await TestDatabase.scalar(
+                api.url,
+                "SELECT string_agg(app || ':' || right(device_token, 2), ',' ORDER BY app, device_token) FROM push_queue",
+                as: String.self
+            )
+            #expect(rows == "beta:01,default:01,default:02,default:03")
+            let id = try #require(mainAll.json["id"] as? String)
+            #expect(try await ProviderAPITests.call(api, .get, "/v1/notifications/\(id)", key: beta).status == 404)
+            let wrongTopic = try await ProviderAPITests.call(
+                api,
+                .post,
+                "/v1/notifications",
+                key: beta,
+                #"{"to": {"tokens": ["\#(shared)"]}, "topic": "com.example.PushChat", "aps": {"alert": "x"}}"#
+            )
+            #expect(
+                wrongTopic.status == 400 && (wrongTopic.json["reason"] as? String)?.contains("com.example.Beta") == true,
+                "\(wrongTopic.json)"
+            )
+            let voip = try await ProviderAPITests.call(
+                api,
+                .post,
+                "/v1/notifications",
+                key: beta,
+                #"{"to": {"tokens": ["\#(shared)"]}, "topic": "com.example.Beta.voip", "push_type": "voip", "aps": {"alert": "call"}}"#
+            )
+            #expect(voip.status == 202, "\(voip.json)")
+
+            try await TestDatabase.withConnection(api.url) { connection in
+                _ = try await AppAdmin(connection: connection, logger: TestDatabase.logger).setDisabled(name: "beta", true)
+            }
+            let before = try await ProviderAPITests.snapshot(api)
+            let disabled = try await ProviderAPITests.call(
+                api,
+                .post,
+                "/v1/notifications",
+                key: beta,
+                #"{"to": {"all": true}, "aps": {"alert": "x"}}"#
+            )
+            #expect(disabled.status == 403)
+            #expect((disabled.json["reason"] as? String)?.contains("app beta is disabled") == true, "\(disabled.json)")
+            #expect(try await ProviderAPITests.snapshot(api) == before)
+        }
+    }
+
+    /// A token Apple called invalid for one app prunes that app's device only: the same token registered in another
+    /// app (and the default app's chat user) stays.
+    @Test func anInvalidTokenPrunesOnlyItsAppsDevice() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addApp(harness.url, "beta", bundleID: "com.example.Beta")
+            let token = PushHarness.token(7)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                for statement: PostgresQuery in [
+                    "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES ('default', \(token), 'k', now() - interval '1 day')",
+                    "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES ('beta', \(token), 'k', now() - interval '1 day')",
+                    """
+                    INSERT INTO active_users (udid, device_token, nickname, secret_code, token_updated_at)
+                    VALUES (\(String(repeating: "d", count: 40)), \(token), 'chat', 'room', now() - interval '1 day')
+                    """,
+                ] {
+                    try await connection.query(statement, logger: TestDatabase.logger)
+                }
+            }
+            let client = Database.makeClient(
+                url: harness.url,
+                applicationName: "pushchat-tests",
+                keepOpen: false,
+                logger: TestDatabase.logger
+            )
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                let store = FeedbackStore(client: client, logger: TestDatabase.logger)
+                try await store.client.query(
+                    PushQueue.invalidTokensStatement([
+                        PushQueue.InvalidToken(token: token, reportedAt: nil, source: "http2 410 Unregistered", app: "beta")
+                    ]),
+                    logger: TestDatabase.logger
+                )
+                let pending = try await store.pendingReports()
+                #expect(pending.apps == ["beta"] && pending.wouldDelete == 1)
+                let applied = try await store.applyInvalidTokens(pending)
+                #expect(applied.daemon.deleted == 1)
+                group.cancelAll()
+            }
+            let left = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT string_agg(app, ',' ORDER BY app) || '|' || (SELECT count(*) FROM active_users) FROM devices",
+                as: String.self
+            )
+            #expect(left == "default|1", "beta's device went; the default app's device and chat user stay")
+        }
+    }
+
+    /// Queues `count` rows for `app` (tokens from `start`), as the API would.
+    static func queue(_ harness: PushHarness, app: String, _ count: Int, from start: Int) async throws {
+        try await TestDatabase.withConnection(harness.url) { connection in
+            try await connection.query(
+                """
+                INSERT INTO push_queue (app, device_token, payload)
+                SELECT \(app), lpad(to_hex(g), 64, '0'), '{"aps":{"alert":"hi"}}' FROM generate_series(\(start), \(start + count - 1)) g
+                """,
+                logger: TestDatabase.logger
+            )
+        }
+    }
+
+    /// Three apps on one HTTP/2 daemon: the default one (the configuration's key and topic), beta (its own bundle
+    /// id, token key, over HTTP/2) and legacy (a client certificate over the binary interface, the passphrase from a
+    /// file); each notification goes out with its own app's topic and transport. An app whose key file is missing is
+    /// refused with one line and an alarm in /readyz, its rows stay queued, and the others send.
+    @Test func eachAppSendsWithItsOwnCredentialsAndABrokenOneIsAlarmed() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addApp(harness.url, "beta", bundleID: Self.betaTopic)
+            let passphrase = FileManager.default.temporaryDirectory.appendingPathComponent("pushchat-passphrase-\(UUID().uuidString)")
+            try Data((TestCertificates.passphrase + "\n").utf8).write(to: passphrase)
+            defer { try? FileManager.default.removeItem(at: passphrase) }
+            try await TestDatabase.withConnection(harness.url) { connection in
+                let admin = AppAdmin(connection: connection, logger: TestDatabase.logger)
+                let legacy = App.Settings(
+                    bundleID: "com.example.Legacy",
+                    environment: .production,
+                    transport: .binary,
+                    credentials: .certificate(path: TestCertificates.path("ck.pem"), passphraseFile: passphrase.path)
+                )
+                let broken = App.Settings(
+                    bundleID: "com.example.Broken",
+                    environment: .sandbox,
+                    transport: .http2,
+                    credentials: .token(keyFile: "/nonexistent/AuthKey_DEVKEY0001.p8", keyID: "DEVKEY0001", teamID: "DEVTEAM001")
+                )
+                let added = [try await admin.add(name: "legacy", settings: legacy), try await admin.add(name: "broken", settings: broken)]
+                #expect(added == [true, true])
+            }
+            try await harness.queue(3)
+            try await Self.queue(harness, app: "beta", 3, from: 0x100)
+            try await Self.queue(harness, app: "legacy", 3, from: 0x200)
+            try await Self.queue(harness, app: "broken", 2, from: 0x300)
+            let (configuration, _) = try harness.http2()
+            try await harness.withDaemonStatus(configuration) { port in
+                try await harness.waitUntilAllSent(9)
+                try await harness.waitUntil("the broken app is alarmed") {
+                    try await LoopbackHTTP.get(port: port, path: "/readyz").status == 503
+                }
+                let readiness = try await LoopbackHTTP.get(port: port, path: "/readyz")
+                #expect(readiness.body.contains("app broken cannot send"), "\(readiness.body)")
+                #expect(readiness.body.contains("/nonexistent/AuthKey_DEVKEY0001.p8"), "\(readiness.body)")
+            }
+            let accepted = harness.simulator.state.accepted
+            let byToken = Dictionary(grouping: accepted, by: { Int($0.token, radix: 16) ?? -1 })
+            #expect(byToken.count == 9 && accepted.count == 9, "each row once")
+            for n in 1...3 { #expect(byToken[n]?.first?.topic == PushHarness.topic) }
+            for n in 0x100..<0x103 { #expect(byToken[n]?.first?.topic == Self.betaTopic) }
+            for n in 0x200..<0x203 { #expect(byToken[n]?.first?.topic == nil, "over the binary interface (no topic on the wire)") }
+            #expect(try await harness.count("app = 'broken' AND time_sent IS NULL AND time_failed IS NULL") == 2, "its rows stay queued")
+        }
+    }
+}
