@@ -52,10 +52,12 @@ package struct APNsSettings: Sendable {
         if let text = source.value(.apnsGateway) {
             guard let endpoint = Endpoint(parsing: text) else { throw Self.invalidEndpoint(.apnsGateway, source, text) }
             gateway = endpoint
+            namedEndpoints.insert(.apnsGateway)  // observers do not run in an initializer
         }
         if let text = source.value(.apnsFeedback) {
             guard let endpoint = Endpoint(parsing: text) else { throw Self.invalidEndpoint(.apnsFeedback, source, text) }
             feedback = endpoint
+            namedEndpoints.insert(.apnsFeedback)  // observers do not run in an initializer
         }
         certificate = source.value(.apnsCertificate).flatMap { $0.isEmpty ? nil : $0 }
         passphrase = source.value(.apnsPassphrase).map(Secret.init)
@@ -73,6 +75,7 @@ package struct APNsSettings: Sendable {
         if let text = source.value(.apnsHost) {
             guard let endpoint = Endpoint(parsing: text) else { throw Self.invalidEndpoint(.apnsHost, source, text) }
             host = endpoint
+            namedEndpoints.insert(.apnsHost)  // observers do not run in an initializer
         }
         func nonEmpty(_ key: ConfigurationKey) -> String? { source.value(key).flatMap { $0.isEmpty ? nil : $0 } }
         keyFile = nonEmpty(.apnsKeyFile)

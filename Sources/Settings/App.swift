@@ -133,7 +133,7 @@ extension APNsSettings {
             apns.passphrase = try passphraseFile.map { file in
                 do {
                     let text = try String(contentsOfFile: file, encoding: .utf8)
-                    return Secret(String(text.trimmingSuffix(while: { $0 == "\n" || $0 == "\r" })))
+                    return Secret(String(text.trimmingSuffix(while: \.isNewline)))
                 } catch {
                     throw AppUnusable(reason: "cannot read the passphrase file \(file): \((error as NSError).localizedDescription)")
                 }
