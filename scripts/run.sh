@@ -72,6 +72,13 @@ export PUSHCHAT_DEV_PASSPHRASE=${PUSHCHAT_DEV_PASSPHRASE:-pushchat}
 ./deploy/dev-certs.sh .local/certs
 export PUSHCHAT_APNS_PASSPHRASE=$PUSHCHAT_DEV_PASSPHRASE
 
+# Two apps, so a newcomer sees how several share one server: the default one (the configuration below, the chat API)
+# and beta, a sandbox build with its own bundle id, sent over HTTP/2 with the development key.
+echo "==> apps: default (com.example.PushChat) and beta (com.example.PushChat.beta, sandbox, HTTP/2)"
+beta=(--bundle-id com.example.PushChat.beta --environment sandbox --key-file "$PWD/.local/certs/AuthKey_DEVKEY0001.p8" --team-id DEVTEAM001)
+"$bin/pushchat-api" apps add beta development "${beta[@]}" >/dev/null 2>&1 \
+    || "$bin/pushchat-api" apps update beta development "${beta[@]}" >/dev/null
+
 gateway_port=$(port_or_free 2195)
 feedback_port=$(port_or_free 2196)
 status_port=$(port_or_free 8095)
@@ -129,6 +136,10 @@ PushChat Server is running (development mode).
   Arrived        http://127.0.0.1:$status_port/  (the APNs simulator: a lock screen per device, updating live;
                  the same as JSON at /status.json)
                  log/apns-sim-notifications.jsonl (every notification the simulator accepted)
+  Apps           $bin/pushchat-api apps list development   (default: the chat API; beta: its own key and topic)
+                 KEY=\$($bin/pushchat-api keys create beta-\$RANDOM development --app beta --scope send --scope broadcast --scope devices:write | tail -n 1)
+                 curl -H "Authorization: Bearer \$KEY" -H 'Content-Type: application/json' -d '{"token": "$(printf 'be%.0s' {1..32})"}' $api/v1/devices
+                 curl -H "Authorization: Bearer \$KEY" -H 'Content-Type: application/json' -d '{"to": {"all": true}, "aps": {"alert": "Beta: hello"}}' $api/v1/notifications
   Metrics        http://127.0.0.1:$api_metrics/metrics (API)   http://127.0.0.1:$push_status/metrics (push daemon; also /readyz)
   psql           psql '$PUSHCHAT_DATABASE_URL'
                  SELECT * FROM active_users;  SELECT message_id, device_token, payload, time_sent FROM push_queue;

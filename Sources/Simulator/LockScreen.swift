@@ -15,10 +15,14 @@ package struct LockScreenItem: Sendable, Equatable {
     package var arrival: Date
     /// Keys beside `aps` (the app's own data), sorted.
     package var customKeys: [String] = []
+    /// Which app it is for: the `apns-topic` (HTTP/2; with several apps on one server each has its own), or
+    /// "PushChat" over the binary interface, which names no topic.
+    package var app = "PushChat"
 
     /// Reads `notification`'s payload; a payload that is not a JSON object shows as its raw text.
     package init(_ notification: AcceptedNotification) {
         arrival = notification.arrival
+        if let topic = notification.topic, !topic.isEmpty { app = topic }
         guard let data = notification.payload.data(using: .utf8),
             let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         else {

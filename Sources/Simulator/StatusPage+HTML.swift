@@ -58,7 +58,7 @@ extension StatusPage {
     }
 
     static func notification(_ item: LockScreenItem) -> String {
-        var html = "<article class=\"notification\(item.silent ? " silent" : "")\">\n<header><span class=\"app\">PushChat</span>"
+        var html = "<article class=\"notification\(item.silent ? " silent" : "")\">\n<header><span class=\"app\">\(escape(item.app))</span>"
         html += "<time>\(time(item.arrival))</time></header>\n"
         if item.silent {
             html += "<p class=\"body\"><em>silent push</em> (content-available: delivered to the app, nothing shown)</p>\n"

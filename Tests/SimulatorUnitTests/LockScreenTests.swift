@@ -57,4 +57,15 @@ import Testing
         #expect(html.contains("&lt;3&gt;"))
         #expect(!html.contains("<3>"))
     }
+
+    /// With several apps on one server each lock screen notification names its app (the topic over HTTP/2).
+    @Test func eachNotificationNamesItsApp() {
+        var beta = Self.accepted(#"{"aps":{"alert":"Ann: hi"}}"#)
+        beta.topic = "com.example.Beta"
+        let item = LockScreenItem(beta)
+        #expect(item.app == "com.example.Beta")
+        #expect(LockScreenItem(Self.accepted(#"{"aps":{"alert":"Ann: hi"}}"#)).app == "PushChat", "binary: no topic on the wire")
+        let html = StatusPage.notification(item)
+        #expect(html.contains(#"<span class="app">com.example.Beta</span>"#))
+    }
 }
