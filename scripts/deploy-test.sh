@@ -89,7 +89,7 @@ run_guide_block() {
         [ -n "$line" ] || continue
         command=$(printf '%s\n' "$line" | sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" \
             -e "s#/var/lib/prometheus/node-exporter#$metrics#g" -e "s#localhost:5432/#localhost:${pg_port:-5432}/#g" \
-            -e "s#/etc/pgbouncer#$scratch/etc/pgbouncer#g" -e "s#ABC123DEFG#DEVKEY0001#g" \
+            -e "s#/etc/pgbouncer#$scratch/etc/pgbouncer#g" -e "s#ABC123DEFG#DEVKEY0001#g" -e "s#DEF123GHIJ#DEVTEAM001#g" \
             -e "s#/var/backups/pushchat#$scratch/backups#g" -e "s#/etc/systemd/system/#$scratch/etc/systemd/system/#g" \
             -e "s#20261101120000-abc1234#${rollback_to:-}#g" \
             -e 's#sudo -u \([a-z_-]*\) #runuser -u \1 -- #g' -e 's#sudo ##g')
@@ -197,7 +197,7 @@ simulator=$(make -s -C "$repo" --no-print-directory release-bin-path)/pushchat-a
 cp "$simulator" "$scratch/pushchat-apns-sim"
 simulator=$scratch/pushchat-apns-sim
 "$simulator" --certs "$certs" --gateway-port 0 --feedback-port 0 --http2-port "$http2_port" --no-status \
-    --topic com.example.PushChat --unregistered "$scratch/unregistered.txt" --record "$scratch/record.jsonl" \
+    --topic com.example.PushChat --topic com.example.PushChat.beta --unregistered "$scratch/unregistered.txt" --record "$scratch/record.jsonl" \
     >"$scratch/simulator.log" 2>&1 &
 pids+=($!)
 
@@ -368,6 +368,34 @@ v1 "http://127.0.0.1:44447/v1/notifications/$notification" | grep -q '"sent":1' 
     || die "an unknown key was not refused"
 [ "$(v1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:44447/v1/devices?user=ops")" = 403 ] \
     || die "the guide's key (default scopes) could list devices"
+
+step "a second app with a client certificate (the guide's §4, Several apps): its key sends to its devices, with its topic"
+cp "$certs/ck.pem" "$keys/beta.pem"
+printf 'deploy-test\n' >"$keys/beta.pass"
+run_guide_block apps "$keys" /dev/null
+[ "$(stat -c '%a %U %G' "$etc/beta.pass")" = "640 root pushchat" ] || die "beta.pass is not 0640 root:pushchat"
+beta_key=$(grep -E '^pck_[A-Za-z0-9_-]{43}$' "$scratch/guide.log" | tail -n 1)
+[ -n "$beta_key" ] && [ "$beta_key" != "$api_key" ] || die "keys create --app beta printed no new key"
+if psql "$service_url" -v ON_ERROR_STOP=1 -qc "UPDATE apps SET certificate = '/etc/shadow'" >/dev/null 2>&1; then
+    die "the services' role may write apps"
+fi
+beta() { curl -sS -H "Authorization: Bearer $beta_key" -H 'Content-Type: application/json' "$@"; }
+token_e=$(printf 'e5%.0s' {1..32})
+beta -o /dev/null -w '%{http_code}' -d "{\"token\": \"$token_e\"}" http://127.0.0.1:44447/v1/devices | grep -q 201 \
+    || die "POST /v1/devices with beta's key"
+answer=$(beta -d '{"to": {"all": true}, "aps": {"alert": "Beta build"}}' http://127.0.0.1:44447/v1/notifications)
+printf '%s' "$answer" | grep -q '"recipients":1' || die "beta's 'all' is not its one device: $answer"
+# The daemon reads the apps every few seconds; beta's connection opens once it has rows.
+for _ in $(seq 1 200); do
+    grep -q "$token_e" "$scratch/record.jsonl" 2>/dev/null && break
+    sleep 0.1
+done
+grep "$token_e" "$scratch/record.jsonl" | grep -q '"topic":"com.example.PushChat.beta"' \
+    || die "beta's notification did not arrive with its topic (see push.log)"
+grep -q 'App beta: com.example.PushChat.beta in sandbox' "$scratch/push.log" || die "the push daemon did not start beta's sender"
+[ "$(db "SELECT count(*) FROM push_queue WHERE app = 'beta' AND time_sent IS NOT NULL")" = 1 ] || die "beta's row is not stamped sent"
+[ "$(db "SELECT count(*) FROM push_queue WHERE app = 'default' AND device_token = '$token_e'")" = 0 ] \
+    || die "beta's notification went to the default app"
 
 step "the feedback and prune jobs, as their timers run them"
 # The simulator dates its 410 a minute back; Cid registered seconds ago, so Apple's rule would keep him (he
