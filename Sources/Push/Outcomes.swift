@@ -23,7 +23,13 @@ extension PushQueue: ResultRecorder {}
 final class Outcomes: Sendable {
     typealias Batch = PushQueue.Results
 
-    private let pending = NIOLockedValueBox(Batch())
+    /// Sent and failed rows by app, for the per-app counters: recorded with their batch.
+    struct AppCounts: Sendable, Equatable {
+        var sent = 0
+        var failed = 0
+    }
+
+    private let pending = NIOLockedValueBox((batch: Batch(), byApp: [String: AppCounts]()))
     private let wake = QueueSignal()
     let recorder: any ResultRecorder
     let held: HeldRows
@@ -39,7 +45,10 @@ final class Outcomes: Sendable {
 
     func sent(_ items: [QueuedNotification]) {
         guard !items.isEmpty else { return }
-        pending.withLockedValue { $0.sent.append(contentsOf: items.map(\.messageID)) }
+        pending.withLockedValue { pending in
+            pending.batch.sent.append(contentsOf: items.map(\.messageID))
+            for item in items { pending.byApp[item.app ?? App.defaultName, default: AppCounts()].sent += 1 }
+        }
         wake.signal()
     }
 
@@ -52,28 +61,29 @@ final class Outcomes: Sendable {
         kind: String,
         unregistered: PushQueue.InvalidToken? = nil
     ) {
-        pending.withLockedValue { batch in
-            batch.failed.append(PushQueue.Failure(messageID: item.messageID, status: status, reason: reason, kind: kind))
-            if let unregistered { batch.invalidTokens.append(unregistered) }
+        pending.withLockedValue { pending in
+            pending.batch.failed.append(PushQueue.Failure(messageID: item.messageID, status: status, reason: reason, kind: kind))
+            if let unregistered { pending.batch.invalidTokens.append(unregistered) }
+            pending.byApp[item.app ?? App.defaultName, default: AppCounts()].failed += 1
         }
         wake.signal()
     }
 
     func released(_ items: [QueuedNotification]) {
         guard !items.isEmpty else { return }
-        pending.withLockedValue { $0.released.append(contentsOf: items.map(\.messageID)) }
+        pending.withLockedValue { $0.batch.released.append(contentsOf: items.map(\.messageID)) }
         wake.signal()
     }
 
     /// Rows to send again after `delay` (HTTP/2 429 and 5xx), keeping the answer in the row.
     func deferred(_ item: QueuedNotification, delay: Duration, status: String, reason: String) {
         pending.withLockedValue {
-            $0.deferred.append(PushQueue.Deferral(messageID: item.messageID, delay: delay, status: status, reason: reason))
+            $0.batch.deferred.append(PushQueue.Deferral(messageID: item.messageID, delay: delay, status: status, reason: reason))
         }
         wake.signal()
     }
 
-    var isEmpty: Bool { pending.withLockedValue { $0.isEmpty } }
+    var isEmpty: Bool { pending.withLockedValue { $0.batch.isEmpty } }
 
     /// Writes results as they come, until cancelled. A round under way when cancelled completes first, so its
     /// batch is neither lost nor left for ``drain(timeout:)`` to miss.
@@ -105,10 +115,10 @@ final class Outcomes: Sendable {
 
     /// One round of writes; false if the database failed (the batch is kept, whole, for the next round).
     func flush() async -> Bool {
-        let batch = pending.withLockedValue { pending in
-            let batch = pending
-            pending = Batch()
-            return batch
+        let (batch, byApp) = pending.withLockedValue { pending in
+            let taken = pending
+            pending = (Batch(), [:])
+            return taken
         }
         guard !batch.isEmpty else { return true }
         let start = ContinuousClock.now
@@ -118,11 +128,15 @@ final class Outcomes: Sendable {
             exhausted = try await recorder.record(batch)
         } catch {
             // Nothing of it was recorded (or, if the answer was lost, recording it again changes nothing).
-            pending.withLockedValue { $0.merge(batch) }
+            pending.withLockedValue { pending in
+                pending.batch.merge(batch)
+                pending.byApp.merge(byApp) { AppCounts(sent: $0.sent + $1.sent, failed: $0.failed + $1.failed) }
+            }
             logger.error("Cannot record delivery results (\(DatabaseError.describe(error))); retrying")
             return false
         }
         metrics.sent.increment(by: batch.sent.count)
+        metrics.recorded(byApp: byApp)
         for (kind, count) in Dictionary(grouping: batch.failed, by: \.kind).mapValues(\.count) {
             metrics.failed(reason: kind, count: count)
         }

@@ -18,6 +18,10 @@ package import Observability
 /// | `pushchat.queue.depth` | gauge | rows waiting (sampled) |
 /// | `pushchat.queue.oldest_pending_age` | gauge | seconds the oldest waiting row has waited (sampled) |
 /// | `pushchat.push.wrong_environment` | gauge | 1 while most answers are BadDeviceToken/DeviceTokenNotForTopic (status 8) |
+/// | `pushchat.app.sent{app}` | counter | notifications recorded as sent, by app |
+/// | `pushchat.app.failed{app}` | counter | notifications failed for good, by app |
+/// | `pushchat.app.pending{app}` | gauge | rows waiting, by app (sampled with the queue's depth) |
+/// | `pushchat.app.connections{app}` | gauge | gateway connections up, by app |
 package struct PushMetrics: Sendable {
     package let registry: MetricsRegistry
     let sent: Counter
@@ -30,6 +34,8 @@ package struct PushMetrics: Sendable {
     let oldestPendingAge: Meter
     /// 1 while most recent answers say the tokens are not valid for this topic and environment.
     let wrongEnvironment: Meter
+    /// Apps whose pending gauge was ever set (set back to 0 when their rows are gone).
+    let pendingApps = NIOLockedValueBox(Set<String>())
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -59,5 +65,25 @@ package struct PushMetrics: Sendable {
 
     func inFlight(connection: Int) -> Meter {
         registry.meter("pushchat.push.in_flight", [("connection", "\(connection)")])
+    }
+
+    /// An app's gateway connections (`pushchat_app_connections{app}`).
+    func appConnections(_ app: String) -> Meter { registry.meter("pushchat.app.connections", [("app", app)]) }
+
+    /// What one round of result writes recorded, by app.
+    func recorded(byApp: [String: Outcomes.AppCounts]) {
+        for (app, counts) in byApp {
+            if counts.sent > 0 { registry.counter("pushchat.app.sent", [("app", app)]).increment(by: counts.sent) }
+            if counts.failed > 0 { registry.counter("pushchat.app.failed", [("app", app)]).increment(by: counts.failed) }
+        }
+    }
+
+    /// Rows waiting by app; an app seen before with none waiting now reads 0.
+    func pending(byApp: [String: Int]) {
+        let apps = pendingApps.withLockedValue { seen in
+            seen.formUnion(byApp.keys)
+            return seen
+        }
+        for app in apps { registry.meter("pushchat.app.pending", [("app", app)]).set(byApp[app] ?? 0) }
     }
 }

@@ -215,9 +215,10 @@ package final class PushService: Service, Sendable {
     static func sampleQueue(_ context: WorkerContext) async {
         while !Task.isCancelled {
             let start = ContinuousClock.now
-            if let (count, age) = try? await context.queue.depth() {
+            if let (count, age, byApp) = try? await context.queue.depth() {
                 context.metrics.queueDepth.set(count)
                 context.metrics.oldestPendingAge.set(age)
+                context.metrics.pending(byApp: byApp)
             }
             try? await Task.sleep(for: max(context.pollInterval, .seconds(1), start.duration(to: .now) * 20))
         }

@@ -126,16 +126,21 @@ package struct PushQueue: Sendable {
         return false
     }
 
-    /// Rows waiting to be sent, and how many seconds the oldest has waited (for metrics).
-    package func depth() async throws -> (count: Int, oldestAge: Double) {
+    /// Rows waiting to be sent, and how many seconds the oldest has waited (for metrics), in all and by app.
+    package func depth() async throws -> (count: Int, oldestAge: Double, byApp: [String: Int]) {
         let rows = try await run(
             """
-            SELECT count(*), coalesce(extract(epoch FROM now() - min(time_queued)), 0)::float8
-            FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL
+            SELECT app, count(*), coalesce(extract(epoch FROM now() - min(time_queued)), 0)::float8
+            FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL GROUP BY app
             """
         )
-        for (count, age) in try rows.decode((Int64, Double).self) { return (Int(count), age) }
-        return (0, 0)
+        var (count, oldest, byApp) = (0, 0.0, [String: Int]())
+        for (app, pending, age) in try rows.decode((String, Int64, Double).self) {
+            byApp[app] = Int(pending)
+            count += Int(pending)
+            oldest = max(oldest, age)
+        }
+        return (count, oldest, byApp)
     }
 
     /// Claims up to `limit` pending, unclaimed rows, oldest first (from the cursor while a backlog drains).

@@ -359,6 +359,17 @@ import Testing
                 let readiness = try await LoopbackHTTP.get(port: port, path: "/readyz")
                 #expect(readiness.body.contains("app broken cannot send"), "\(readiness.body)")
                 #expect(readiness.body.contains("/nonexistent/AuthKey_DEVKEY0001.p8"), "\(readiness.body)")
+                try await harness.waitUntil("the pending rows are sampled by app") {
+                    let metrics = try await LoopbackHTTP.scrape(port: port)
+                    return metrics[#"pushchat_app_pending{app="broken"}"#] == 2 && metrics[#"pushchat_app_pending{app="beta"}"#] == 0
+                }
+                let metrics = try await LoopbackHTTP.scrape(port: port)
+                for app in ["default", "beta", "legacy"] {
+                    #expect(metrics[#"pushchat_app_sent{app="\#(app)"}"#] == 3, "\(app)")
+                    #expect(metrics[#"pushchat_app_connections{app="\#(app)"}"#] == 1, "\(app)'s connection stays open until idle")
+                }
+                #expect(metrics[#"pushchat_app_sent{app="broken"}"#] == nil)
+                #expect(metrics["pushchat_push_sent"] == 9)
             }
             let accepted = harness.simulator.state.accepted
             let byToken = Dictionary(grouping: accepted, by: { Int($0.token, radix: 16) ?? -1 })

@@ -122,6 +122,8 @@ struct SenderDriver<D: Destination>: Sendable {
         demand?.opened(index)
         status.connectionOpened()
         metrics.connected.increment()
+        let appConnections = metrics.appConnections(context.queue.app)
+        appConnections.increment()
         // The reader runs until the link's events end (every request is accounted for by then); the writer until the
         // session closes, then it waits for the answers in flight and closes the connection.
         await withTaskGroup(of: Void.self) { group in
@@ -131,6 +133,7 @@ struct SenderDriver<D: Destination>: Sendable {
             await group.waitForAll()
         }
         metrics.connected.decrement()
+        appConnections.decrement()
         status.connectionClosed()
         demand?.closed(index)
         inFlight.set(0)
