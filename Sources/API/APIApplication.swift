@@ -42,7 +42,7 @@ package enum APIApplication {
         router.add(middleware: AccessLogMiddleware())
         let apiMetrics = APIMetrics(registry: metrics)
         let controller = APIController(
-            store: ChatStore(database: database, logger: logger),
+            store: ChatStore(database: database, logger: logger, app: configuration.chatApp),
             mode: configuration.mode,
             limits: configuration.limits,
             perIP: perIP,
@@ -55,7 +55,7 @@ package enum APIApplication {
         )
         controller.addRoutes(to: router)
         ProviderController(
-            store: ProviderStore(database: database, logger: logger),
+            store: ProviderStore(database: database, logger: logger, chatApp: configuration.chatApp),
             transport: configuration.apns.transport,
             appTopic: configuration.apns.topic,
             limits: configuration.limits,

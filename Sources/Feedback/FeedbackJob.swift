@@ -71,7 +71,7 @@ package struct FeedbackJob: Sendable {
                 return nil
             }
             defer { group.cancelAll() }
-            return try await process(FeedbackStore(client: client, logger: logger))
+            return try await process(FeedbackStore(client: client, logger: logger, chatApp: configuration.chatApp))
         }
     }
 

@@ -38,6 +38,8 @@ package struct Configuration: Sendable {
     package var exposure: ExposureSettings
     /// The most users one feedback run may delete without `--force`.
     package var feedbackMaxPrune = PruneLimit.default
+    /// The app the chat API (`/api.php`) belongs to: its users, rooms and messages are that app's (`chat_app`).
+    package var chatApp = App.defaultName
     /// What the prune job deletes besides old notifications.
     package var retention = RetentionSettings()
 
@@ -117,6 +119,12 @@ package struct Configuration: Sendable {
         limits = try APILimits(source: source)
         exposure = try ExposureSettings(source: source)
         retention = try RetentionSettings(source: source)
+        if let text = source.value(.chatApp) {
+            guard App.isValidName(text) else {
+                throw Self.invalid(.chatApp, source, "expected an app's name (pushchat-api apps list), got '\(text)'")
+            }
+            chatApp = text
+        }
         if let text = source.value(.feedbackMaxPrune) {
             guard let limit = PruneLimit(parsing: text) else {
                 throw Self.invalid(.feedbackMaxPrune, source, "expected a number of users or a percentage (e.g. 250 or 10%), got '\(text)'")

@@ -36,6 +36,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case databaseConnections = "database_connections"
     case databaseListenURL = "database_listen_url"
     case feedbackMaxPrune = "feedback_max_prune"
+    case chatApp = "chat_app"
     case retentionMessages = "retention_messages"
     case retentionTokenlessUsers = "retention_tokenless_users"
     case retentionInvalidTokens = "retention_invalid_tokens"

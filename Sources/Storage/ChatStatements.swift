@@ -60,8 +60,8 @@ enum ChatStatements {
                 SELECT secret_code, $1, nickname, $2 FROM sender WHERE alert_name IS NOT NULL AND (SELECT ok FROM allowed)
                 RETURNING id
             ), queued AS (
-                INSERT INTO push_queue (device_token, payload)
-                SELECT r.device_token, $3 || s.alert_name || $4 FROM recipients r, sender s
+                INSERT INTO push_queue (app, device_token, payload)
+                SELECT $6, r.device_token, $3 || s.alert_name || $4 FROM recipients r, sender s
                 WHERE (SELECT ok FROM allowed)
                 RETURNING 1
             )
@@ -74,15 +74,18 @@ enum ChatStatements {
         let text: String
         /// -1: no limit.
         let maxRecipients: Int
+        /// The chat API's app (`chat_app`): its credentials send the rows.
+        let app: String
 
         func makeBindings() throws -> PostgresBindings {
             let payload = PushPayload.Chat(text: text)
-            var bindings = PostgresBindings(capacity: 5)
+            var bindings = PostgresBindings(capacity: 6)
             bindings.append(udid)
             bindings.append(text)
             bindings.append(payload.head)
             bindings.append(payload.tail)
             bindings.append(Int64(maxRecipients))
+            bindings.append(app)
             return bindings
         }
 

@@ -33,7 +33,11 @@ package struct ChatStore: Sendable {
     let database: DatabaseClient
     package let logger: Logger
 
-    package init(database: DatabaseClient, logger: Logger) {
+    /// The app the chat API belongs to (`chat_app`).
+    let app: String
+
+    package init(database: DatabaseClient, logger: Logger, app: String = App.defaultName) {
+        self.app = app
         self.database = database
         self.logger = logger
     }
@@ -83,7 +87,7 @@ package struct ChatStore: Sendable {
     /// (nil: no limit; then nothing is written and the result says `refused`).
     package func message(udid: String, text: String, maxRecipients: Int? = nil) async throws -> MessageResult {
         for _ in 0..<2 {
-            let statement = ChatStatements.Message(udid: udid, text: text, maxRecipients: maxRecipients ?? -1)
+            let statement = ChatStatements.Message(udid: udid, text: text, maxRecipients: maxRecipients ?? -1, app: app)
             var result = MessageResult(messageID: nil, queued: 0)
             var legacyName: String?
             for (id, queued, name, recipients) in try await execute(statement) {

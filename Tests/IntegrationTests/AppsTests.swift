@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import PostgresNIO
 import Testing
 
@@ -378,6 +379,45 @@ import Testing
             for n in 0x100..<0x103 { #expect(byToken[n]?.first?.topic == Self.betaTopic) }
             for n in 0x200..<0x203 { #expect(byToken[n]?.first?.topic == nil, "over the binary interface (no topic on the wire)") }
             #expect(try await harness.count("app = 'broken' AND time_sent IS NULL AND time_failed IS NULL") == 2, "its rows stay queued")
+        }
+    }
+
+    /// `chat_app` names the app the chat API belongs to: its messages are queued as that app's, only its keys reach
+    /// the chat users (by room or all), and the default app's keys no longer do.
+    @Test func theChatAPIBelongsToTheAppChatAppNames() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await Self.addApp(url, "beta", bundleID: Self.betaTopic)
+            var configuration = APIHarness.configuration(url: url)
+            configuration.chatApp = "beta"
+            try await APIHarness.run(configuration: configuration) { api in
+                for n in 1...2 {
+                    let joined = try await api.post([
+                        "cmd": "join", "udid": Device.udid(n), "token": Device.token(n), "name": "U\(n)", "code": "room",
+                    ])
+                    #expect(joined.status == .ok)
+                }
+                #expect(try await api.post(["cmd": "message", "udid": Device.udid(1), "text": "hi"]).status == .ok)
+                let chatRows = try await TestDatabase.scalar(url, "SELECT string_agg(DISTINCT app, ',') FROM push_queue", as: String.self)
+                #expect(chatRows == "beta", "the chat message goes out as beta's")
+                let main = try await ProviderAPITests.createKey(url, name: "main")
+                let beta = try await ProviderAPITests.createKey(url, name: "beta-backend", app: "beta")
+                let fromMain = try await ProviderAPITests.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: main,
+                    #"{"to": {"room": "room"}, "aps": {"alert": "x"}}"#
+                )
+                #expect(fromMain.json["recipients"] as? Int == 0, "the default app's key does not reach beta's chat users")
+                let fromBeta = try await ProviderAPITests.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: beta,
+                    #"{"to": {"room": "room"}, "aps": {"alert": "x"}}"#
+                )
+                #expect(fromBeta.json["recipients"] as? Int == 2)
+            }
         }
     }
 }
