@@ -128,7 +128,7 @@ package struct FeedbackJob: Sendable {
         }
         // The limit is checked on one snapshot of the reports and exactly those are handled: reports that arrive
         // meanwhile (the daemon's 410s) wait for the next run instead of slipping past the check.
-        let reports = try await checkPruneLimit(store)
+        let (reports, refused) = try await checkPruneLimit(store)
         do {
             let applied = try await store.applyInvalidTokens(reports)
             report.deletedByFeedback = applied.feedback.deleted
@@ -142,31 +142,52 @@ package struct FeedbackJob: Sendable {
                 reason: "database error while deleting users: \(Self.describe(error)); the reports stay pending for the next run"
             )
         }
+        if let refused {
+            // The other apps' reports were handled; the run still fails, naming the apps held back.
+            logger.notice(
+                "Handled the reports of the apps within feedback_max_prune: \(report.deletedByFeedback + report.deletedByInvalidTokens) users deleted"
+            )
+            throw refused
+        }
         return report
     }
 
-    /// Refuses a run that would delete more users than `feedback_max_prune` allows, unless `--force`: a sudden mass of
-    /// reports is a misconfiguration far more often than users leaving. The reports stay pending.
-    func checkPruneLimit(_ store: FeedbackStore) async throws -> FeedbackStore.PendingReports {
+    /// Refuses, per app, a run that would delete more of its users than `feedback_max_prune` allows, unless `--force`:
+    /// a sudden mass of reports is a misconfiguration (a wrong environment or topic) far more often than users
+    /// leaving. The reports of an app over its limit stay pending; the other apps' are handled (their reports are
+    /// returned), and the run then fails naming the apps held back.
+    func checkPruneLimit(_ store: FeedbackStore) async throws -> (reports: FeedbackStore.PendingReports, refused: FeedbackError?) {
         let pending: FeedbackStore.PendingReports
         do {
             pending = try await store.pendingReports()
         } catch {
             throw FeedbackError(code: .database, reason: "database error while counting deletions: \(Self.describe(error))")
         }
-        let limit = configuration.feedbackMaxPrune.limit(usersWithToken: pending.usersWithToken)
-        guard pending.wouldDelete > limit else { return pending }
-        let summary = "the reports would delete \(pending.wouldDelete) of \(pending.usersWithToken) users with a token"
-        if force {
-            logger.warning("\(summary), more than feedback_max_prune (\(configuration.feedbackMaxPrune)); deleting them (--force)")
-            return pending
+        var overApps: Set<String> = []
+        var lines: [String] = []
+        for (app, counts) in pending.byApp.sorted(by: { $0.key < $1.key }) {
+            let limit = configuration.feedbackMaxPrune.limit(usersWithToken: counts.usersWithToken)
+            guard counts.wouldDelete > limit else { continue }
+            let summary =
+                "the reports would delete \(counts.wouldDelete) of \(counts.usersWithToken) users with a token"
+                + (pending.byApp.count > 1 || app != App.defaultName ? " of app \(app)" : "")
+            if force {
+                logger.warning("\(summary), more than feedback_max_prune (\(configuration.feedbackMaxPrune)); deleting them (--force)")
+            } else {
+                overApps.insert(app)
+                lines.append("\(summary), more than feedback_max_prune (\(configuration.feedbackMaxPrune) = \(limit))")
+            }
         }
-        throw FeedbackError(
+        guard !overApps.isEmpty else { return (pending, nil) }
+        let refused = FeedbackError(
             code: .tooManyDeletions,
             reason:
-                "\(summary), more than feedback_max_prune (\(configuration.feedbackMaxPrune) = \(limit)); nothing deleted, the reports stay "
-                + "pending. Check the APNs environment and topic; if Apple really reported them, run pushchat-feedback --force"
+                "\(lines.joined(separator: "; ")); nothing deleted there, the reports stay pending. Check the APNs environment and "
+                + "topic; if Apple really reported them, run pushchat-feedback --force"
         )
+        let within = Set(pending.byApp.keys).subtracting(overApps)
+        if within.isEmpty { throw refused }
+        return (pending.only(within), refused)
     }
 
     static func describe(_ error: any Error) -> String {

@@ -57,49 +57,70 @@ package struct FeedbackStore: Sendable {
         }
     }
 
-    /// The pending reports as one statement saw them: each token with its report's time (microseconds since 1970,
-    /// exact where a `Date` would round), so that exactly these are handled and a report added or renewed meanwhile
-    /// waits for the next run.
+    /// The pending reports as one statement saw them: each token with its app and its report's time (microseconds since
+    /// 1970, exact where a `Date` would round), so that exactly these are handled and a report added or renewed
+    /// meanwhile waits for the next run. What handling them would delete is counted per app, as `feedback_max_prune`
+    /// applies per app.
     package struct PendingReports: Sendable, Equatable {
         /// Each report's app (a token is invalid for one app: only that app's devices go).
         package var apps: [String] = []
         package var tokens: [String] = []
         package var reportedAt: [Int64] = []
-        /// Users handling them would delete (chat users and registered devices).
-        package var wouldDelete = 0
-        /// Users with a token (for a `feedback_max_prune` given as a share).
-        package var usersWithToken = 0
+        /// By app: users handling its reports would delete (chat users and registered devices), and users with a
+        /// token (for a `feedback_max_prune` given as a share).
+        package var byApp: [String: AppCounts] = [:]
+
+        package struct AppCounts: Sendable, Equatable {
+            package var wouldDelete = 0
+            package var usersWithToken = 0
+        }
+
+        /// Users handling every report would delete.
+        package var wouldDelete: Int { byApp.values.reduce(0) { $0 + $1.wouldDelete } }
+
+        /// The reports of `apps` only (the others stay pending).
+        package func only(_ apps: Set<String>) -> PendingReports {
+            var kept = PendingReports()
+            for index in self.apps.indices where apps.contains(self.apps[index]) {
+                kept.apps.append(self.apps[index])
+                kept.tokens.append(tokens[index])
+                kept.reportedAt.append(reportedAt[index])
+            }
+            kept.byApp = byApp.filter { apps.contains($0.key) }
+            return kept
+        }
     }
 
-    /// The pending reports, what handling them would delete, and how many users have a token: one snapshot, which
-    /// ``applyInvalidTokens(_:)`` then handles and nothing else.
+    /// The pending reports, by app what handling them would delete and how many users have a token: one snapshot
+    /// (one statement), which ``applyInvalidTokens(_:)`` then handles and nothing else.
     package func pendingReports() async throws -> PendingReports {
         let rows = try await client.query(
             """
             WITH p AS (
                 SELECT app, device_token, reported_at FROM invalid_tokens WHERE processed_at IS NULL
             )
-            SELECT coalesce((SELECT array_agg(app ORDER BY reported_at, app, device_token) FROM p), '{}'),
-                   coalesce((SELECT array_agg(device_token ORDER BY reported_at, app, device_token) FROM p), '{}'),
-                   coalesce((SELECT array_agg((extract(epoch FROM reported_at) * 1000000)::bigint ORDER BY reported_at, app, device_token)
-                             FROM p), '{}'),
+            SELECT a.app,
+                   (SELECT array_agg(device_token ORDER BY reported_at, device_token) FROM p WHERE p.app = a.app),
+                   (SELECT array_agg((extract(epoch FROM reported_at) * 1000000)::bigint ORDER BY reported_at, device_token)
+                    FROM p WHERE p.app = a.app),
                    (SELECT count(*) FROM active_users u JOIN p
-                        ON p.app = \(chatApp) AND u.device_token = p.device_token AND u.token_updated_at < p.reported_at)
-                   + (SELECT count(*) FROM devices d JOIN p ON d.app = p.app AND d.device_token = p.device_token AND d.updated_at < p.reported_at),
-                   (SELECT count(*) FROM active_users WHERE device_token <> '0') + (SELECT count(*) FROM devices)
+                        ON p.app = a.app AND a.app = \(chatApp) AND u.device_token = p.device_token AND u.token_updated_at < p.reported_at)
+                   + (SELECT count(*) FROM devices d JOIN p
+                        ON p.app = a.app AND d.app = a.app AND d.device_token = p.device_token AND d.updated_at < p.reported_at),
+                   (SELECT count(*) FROM active_users WHERE a.app = \(chatApp) AND device_token <> '0')
+                   + (SELECT count(*) FROM devices d WHERE d.app = a.app)
+            FROM (SELECT DISTINCT app FROM p) a ORDER BY a.app
             """,
             logger: logger
         )
-        for try await (apps, tokens, times, wouldDelete, withToken) in rows.decode(([String], [String], [Int64], Int64, Int64).self) {
-            return PendingReports(
-                apps: apps,
-                tokens: tokens,
-                reportedAt: times,
-                wouldDelete: Int(wouldDelete),
-                usersWithToken: Int(withToken)
-            )
+        var pending = PendingReports()
+        for try await (app, tokens, times, wouldDelete, withToken) in rows.decode((String, [String], [Int64], Int64, Int64).self) {
+            pending.apps += Array(repeating: app, count: tokens.count)
+            pending.tokens += tokens
+            pending.reportedAt += times
+            pending.byApp[app] = PendingReports.AppCounts(wouldDelete: Int(wouldDelete), usersWithToken: Int(withToken))
         }
-        return PendingReports()
+        return pending
     }
 
     /// Handles the reports ``pendingReports()`` saw (feedback tuples and the push daemon's invalid tokens) by Apple's

@@ -420,4 +420,45 @@ import Testing
             }
         }
     }
+
+    /// `feedback_max_prune` holds per app: beta's reports would delete all of its devices and stay pending, while the
+    /// default app's one report (within its limit) is handled in the same run; the run fails naming beta.
+    @Test func theFeedbackLimitHoldsPerApp() async throws {
+        try await PushHarness.run { harness in
+            try await Self.addApp(harness.url, "beta", bundleID: Self.betaTopic)
+            try await FeedbackTests.addUsers(harness, Array(1...20), registeredAgo: 2 * 86_400)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                for n in 101...104 {
+                    try await connection.query(
+                        "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES ('beta', \(PushHarness.token(n)), 'k', now() - interval '2 days')",
+                        logger: TestDatabase.logger
+                    )
+                }
+                try await connection.query(
+                    """
+                    INSERT INTO invalid_tokens (app, device_token, reported_at, source)
+                    SELECT 'beta', lpad(to_hex(g), 64, '0'), now() - interval '1 hour', 'http2 410 Unregistered' FROM generate_series(101, 104) g
+                    UNION ALL SELECT 'default', lpad(to_hex(1), 64, '0'), now() - interval '1 hour', 'http2 410 Unregistered'
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            var environment = harness.environment(harness.configuration())
+            environment["PUSHCHAT_APNS_FEEDBACK"] = "127.0.0.1:\(harness.ports.feedback)"
+            environment["PUSHCHAT_FEEDBACK_MAX_PRUNE"] = "10%"  // default: 2 of 20; beta: 0 of 4
+            let run = try Executable(name: "pushchat-feedback").run(["development"], environment: environment)
+            #expect(run.status == 1)
+            #expect(run.standardError.contains("would delete 4 of 4 users with a token of app beta"), "\(run.standardError)")
+            #expect(!run.standardError.contains("of app default"))
+            let left = try await TestDatabase.scalar(
+                harness.url,
+                """
+                SELECT (SELECT count(*) FROM active_users) || '/' || (SELECT count(*) FROM devices WHERE app = 'beta') || '/'
+                    || (SELECT string_agg(app, ',' ORDER BY app) FROM invalid_tokens WHERE processed_at IS NULL)
+                """,
+                as: String.self
+            )
+            #expect(left == "19/4/beta,beta,beta,beta", "the default app's report handled, beta's kept pending")
+        }
+    }
 }
