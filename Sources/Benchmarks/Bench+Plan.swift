@@ -16,7 +16,7 @@ package struct BenchPlan: Sendable {
     package var memoryRows = 1_000_000
     package var apiSeconds = 5
     package var clients = 32
-    /// The figure groups; nil: every group but rounds and soak.
+    /// The figure groups; nil: every group but rounds, soak and apps.
     package var only: Set<String>?
     package var rttMilliseconds = 0
     package var holdSnapshot = false
@@ -97,6 +97,7 @@ extension Bench {
         if groups.contains("feedback") { results += try await feedback(tuples: 100_000) }
         if groups.contains("rounds") { results += try await rounds(rows: plan.roundRows, alreadyHeld: plan.holdSnapshot) }
         if groups.contains("soak") { results += try await soak(minutes: plan.soakMinutes, rate: plan.soakRate) }
+        if groups.contains("apps") { results += try await appFairness(rows: plan.memoryRows) }
         return results
     }
 

@@ -78,7 +78,7 @@ package final class Bench: Sendable {
             teamID: developmentTeamID,
             publicKeyPEM: String(contentsOfFile: certs + "/AuthKey_\(developmentKeyID).pub.pem", encoding: .utf8)
         )
-        configuration.http2.topics = [developmentTopic]
+        configuration.http2.topics = [developmentTopic, Self.betaTopic]
         configuration.statusPort = nil
         configuration.keepAll = false
         configuration.recentLimit = 10
@@ -351,7 +351,7 @@ package final class Bench: Sendable {
         }
     }
 
-    private func double(_ sql: String) async throws -> Double {
+    func double(_ sql: String) async throws -> Double {
         try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
             for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Double.self) {
                 return value
