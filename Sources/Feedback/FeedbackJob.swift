@@ -79,19 +79,7 @@ package struct FeedbackJob: Sendable {
         var report = FeedbackReport()
         var read = FeedbackRead()
         if let tls {
-            let service = FeedbackServiceClient(
-                connector: BinaryConnector(endpoint: configuration.apns.feedback, tls: tls, timeout: .seconds(10)),
-                timeout: timeout,
-                maxTuples: maxTuples
-            )
-            logger.info("Connecting to \(configuration.apns.feedback)")
-            do {
-                read = try await service.readAll()
-            } catch let error as FeedbackError {
-                throw error
-            } catch {
-                throw FeedbackError(code: .service, reason: GatewayError.describe(error))
-            }
+            read = try await readService(configuration.apns.feedback, tls: tls)
         } else {
             report.serviceRead = false
             logger.info("HTTP/2 transport: no feedback service to read; handling the push daemon's invalid-token reports")
@@ -126,6 +114,7 @@ package struct FeedbackJob: Sendable {
                     "database error while storing \(read.tuples.count) feedback tuples (the service will not send them again): \(Self.describe(error))"
             )
         }
+        let appFailures = await readAppServices(store, into: &report)
         // The limit is checked on one snapshot of the reports and exactly those are handled: reports that arrive
         // meanwhile (the daemon's 410s) wait for the next run instead of slipping past the check.
         let (reports, refused) = try await checkPruneLimit(store)
@@ -140,6 +129,12 @@ package struct FeedbackJob: Sendable {
             throw FeedbackError(
                 code: .database,
                 reason: "database error while deleting users: \(Self.describe(error)); the reports stay pending for the next run"
+            )
+        }
+        if !appFailures.isEmpty {
+            throw FeedbackError(
+                code: .service,
+                reason: appFailures.joined(separator: "; ") + "; the other reports were handled"
             )
         }
         if let refused {
@@ -188,6 +183,53 @@ package struct FeedbackJob: Sendable {
         let within = Set(pending.byApp.keys).subtracting(overApps)
         if within.isEmpty { throw refused }
         return (pending.only(within), refused)
+    }
+
+    /// Reads one feedback service to its end (or its cap).
+    func readService(_ endpoint: Endpoint, tls: NIOSSLContext) async throws -> FeedbackRead {
+        let service = FeedbackServiceClient(
+            connector: BinaryConnector(endpoint: endpoint, tls: tls, timeout: .seconds(10)),
+            timeout: timeout,
+            maxTuples: maxTuples
+        )
+        logger.info("Connecting to \(endpoint)")
+        do {
+            return try await service.readAll()
+        } catch let error as FeedbackError {
+            throw error
+        } catch {
+            throw FeedbackError(code: .service, reason: GatewayError.describe(error))
+        }
+    }
+
+    /// The feedback services of the other apps on the binary interface (several apps on one server), each with the
+    /// app's certificate and environment: their tuples are stored as that app's reports. An app whose service cannot
+    /// be read is reported (the run fails, naming it) and the others go on. Returns those failures.
+    func readAppServices(_ store: FeedbackStore, into report: inout FeedbackReport) async -> [String] {
+        let apps: [App]
+        do {
+            apps = try await store.apps().filter {
+                $0.name != App.defaultName && $0.disabledAt == nil && $0.settings?.transport == .binary
+            }
+        } catch {
+            return ["cannot read the apps: \(Self.describe(error))"]
+        }
+        var failures: [String] = []
+        for app in apps {
+            guard let settings = app.settings else { continue }
+            do {
+                let apns = try configuration.apns.forApp(settings)
+                let read = try await readService(apns.feedback, tls: try apns.clientTLSContext())
+                try await store.record(read.tuples, app: app.name)
+                report.tuplesRead += read.tuples.count
+                logger.info("App \(app.name): \(read.tuples.count) feedback tuples")
+            } catch {
+                let reason = (error as? FeedbackError)?.reason ?? String(describing: error)
+                logger.error("App \(app.name): cannot read its feedback service: \(reason); its tuples wait for the next run")
+                failures.append("app \(app.name): cannot read its feedback service: \(reason)")
+            }
+        }
+        return failures
     }
 
     static func describe(_ error: any Error) -> String {

@@ -2,7 +2,7 @@ package import APNs
 import Foundation
 import Logging
 package import PostgresNIO
-import Settings
+package import Settings
 import Support
 
 /// Deletes users whose tokens APNs reported gone, following Apple's rule: only if the token was last registered
@@ -32,6 +32,14 @@ package struct FeedbackStore: Sendable {
         package var deleted = 0
         /// Users kept because they registered the token again after the report.
         package var kept = 0
+    }
+
+    /// Every app (the feedback job reads the feedback service of each on the binary interface).
+    package func apps() async throws -> [App] {
+        let rows = try await client.query("SELECT \(unescaped: AppAdmin.columns) FROM apps ORDER BY name", logger: logger)
+        var apps: [App] = []
+        for try await row in rows { apps.append(try AppAdmin.decode(row)) }
+        return apps
     }
 
     /// Stores feedback tuples as pending reports in `invalid_tokens` (one statement per batch; the newest report of

@@ -6,6 +6,7 @@ import Testing
 
 @testable import API
 @testable import APNs
+@testable import Feedback
 @testable import Settings
 @testable import Simulator
 @testable import Storage
@@ -459,6 +460,39 @@ import Testing
                 as: String.self
             )
             #expect(left == "19/4/beta,beta,beta,beta", "the default app's report handled, beta's kept pending")
+        }
+    }
+
+    /// An app on the binary interface has its own feedback service, read with its certificate: its tuples delete its
+    /// device only (the same token in the default app, here on HTTP/2 without a feedback service, stays).
+    @Test func theFeedbackJobReadsEachBinaryAppsService() async throws {
+        try await PushHarness.run { harness in
+            let passphrase = FileManager.default.temporaryDirectory.appendingPathComponent("pushchat-passphrase-\(UUID().uuidString)")
+            try Data(TestCertificates.passphrase.utf8).write(to: passphrase)
+            defer { try? FileManager.default.removeItem(at: passphrase) }
+            let token = PushHarness.token(9)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                let legacy = App.Settings(
+                    bundleID: "com.example.Legacy",
+                    environment: .production,
+                    transport: .binary,
+                    credentials: .certificate(path: TestCertificates.path("ck.pem"), passphraseFile: passphrase.path)
+                )
+                _ = try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: "legacy", settings: legacy)
+                for app in ["default", "legacy"] {
+                    try await connection.query(
+                        "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES (\(app), \(token), 'k', now() - interval '2 days')",
+                        logger: TestDatabase.logger
+                    )
+                }
+            }
+            harness.simulator.state.setFeedback([FeedbackTests.tuple(9, at: FeedbackTests.dayAgo)])
+            let (configuration, _) = try harness.http2()
+            let report = try await FeedbackTests.job(harness, configuration: configuration).run()
+            #expect(report.tuplesRead == 1)
+            #expect(report.deletedByFeedback == 1)
+            let left = try await TestDatabase.scalar(harness.url, "SELECT string_agg(app, ',') FROM devices", as: String.self)
+            #expect(left == "default", "the legacy app's device went, the default app's stayed")
         }
     }
 }
