@@ -12,6 +12,8 @@
 #   other-ck.pem                  an identity signed by another CA (the simulator refuses it), unencrypted
 #   AuthKey_DEVKEY0001.p8         an HTTP/2 token-signing key like Apple's .p8 (key id DEVKEY0001, team DEVTEAM001),
 #   AuthKey_DEVKEY0001.pub.pem    and its public half, which the simulator checks tokens against
+#   AuthKey_BETAKEY001.p8         a second signing key of the same team (an app's own key; Apple may restrict a key to
+#   AuthKey_BETAKEY001.pub.pem    one bundle id or environment), and its public half
 #   AuthKey_OTHERKEY01.p8         a key the simulator does not know
 #
 # The passphrase is $PUSHCHAT_DEV_PASSPHRASE, default "pushchat". Idempotent: a complete, valid set is kept.
@@ -23,7 +25,7 @@ command -v openssl >/dev/null || { echo "dev-certs: the openssl command is missi
 
 mkdir -p "$dir"
 cd "$dir"
-files=(ca.pem server.pem server-key.pem ck.pem ck.p12 ck-legacy.pem ck-unencrypted.pem other-ck.pem AuthKey_DEVKEY0001.p8 AuthKey_DEVKEY0001.pub.pem AuthKey_OTHERKEY01.p8)
+files=(ca.pem server.pem server-key.pem ck.pem ck.p12 ck-legacy.pem ck-unencrypted.pem other-ck.pem AuthKey_DEVKEY0001.p8 AuthKey_DEVKEY0001.pub.pem AuthKey_BETAKEY001.p8 AuthKey_BETAKEY001.pub.pem AuthKey_OTHERKEY01.p8)
 complete=true
 for file in "${files[@]}"; do [ -s "$file" ] || complete=false; done
 if $complete && openssl verify -CAfile ca.pem server.pem >/dev/null 2>&1 && openssl verify -CAfile ca.pem ck.pem >/dev/null 2>&1 \
@@ -75,8 +77,10 @@ cat "$work/other.crt" "$work/other-key.pem" > other-ck.pem
 # for the simulator (key id DEVKEY0001, team id DEVTEAM001 by convention)
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out AuthKey_DEVKEY0001.p8 2>/dev/null
 openssl pkey -in AuthKey_DEVKEY0001.p8 -pubout -out AuthKey_DEVKEY0001.pub.pem 2>/dev/null
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out AuthKey_BETAKEY001.p8 2>/dev/null
+openssl pkey -in AuthKey_BETAKEY001.p8 -pubout -out AuthKey_BETAKEY001.pub.pem 2>/dev/null
 # Another key: tokens it signs are refused
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out AuthKey_OTHERKEY01.p8 2>/dev/null
 
-chmod 644 ca.pem server.pem AuthKey_DEVKEY0001.pub.pem
+chmod 644 ca.pem server.pem AuthKey_DEVKEY0001.pub.pem AuthKey_BETAKEY001.pub.pem
 echo "dev-certs: created development certificates in $dir (passphrase: \$PUSHCHAT_DEV_PASSPHRASE or the default)"

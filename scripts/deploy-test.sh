@@ -381,10 +381,11 @@ if psql "$service_url" -v ON_ERROR_STOP=1 -qc "UPDATE apps SET certificate = '/e
 fi
 beta() { curl -sS -H "Authorization: Bearer $beta_key" -H 'Content-Type: application/json' "$@"; }
 token_e=$(printf 'e5%.0s' {1..32})
-beta -o /dev/null -w '%{http_code}' -d "{\"token\": \"$token_e\"}" http://127.0.0.1:44447/v1/devices | grep -q 201 \
+# The same user as the default app's device above: beta's key reaches beta's device only.
+beta -o /dev/null -w '%{http_code}' -d "{\"token\": \"$token_e\", \"user\": \"ops\"}" http://127.0.0.1:44447/v1/devices | grep -q 201 \
     || die "POST /v1/devices with beta's key"
-answer=$(beta -d '{"to": {"all": true}, "aps": {"alert": "Beta build"}}' http://127.0.0.1:44447/v1/notifications)
-printf '%s' "$answer" | grep -q '"recipients":1' || die "beta's 'all' is not its one device: $answer"
+answer=$(beta -d '{"to": {"users": ["ops"]}, "aps": {"alert": "Beta build"}}' http://127.0.0.1:44447/v1/notifications)
+printf '%s' "$answer" | grep -q '"recipients":1' || die "beta's user ops is not its one device: $answer"
 # The daemon reads the apps every few seconds; beta's connection opens once it has rows.
 for _ in $(seq 1 200); do
     grep -q "$token_e" "$scratch/record.jsonl" 2>/dev/null && break

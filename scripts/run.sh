@@ -73,9 +73,9 @@ export PUSHCHAT_DEV_PASSPHRASE=${PUSHCHAT_DEV_PASSPHRASE:-pushchat}
 export PUSHCHAT_APNS_PASSPHRASE=$PUSHCHAT_DEV_PASSPHRASE
 
 # Two apps, so a newcomer sees how several share one server: the default one (the configuration below, the chat API)
-# and beta, a sandbox build with its own bundle id, sent over HTTP/2 with the development key.
+# and beta, a sandbox build with its own bundle id and signing key (BETAKEY001), sent over HTTP/2.
 echo "==> apps: default (com.example.PushChat) and beta (com.example.PushChat.beta, sandbox, HTTP/2)"
-beta=(--bundle-id com.example.PushChat.beta --environment sandbox --key-file "$PWD/.local/certs/AuthKey_DEVKEY0001.p8" --team-id DEVTEAM001)
+beta=(--bundle-id com.example.PushChat.beta --environment sandbox --key-file "$PWD/.local/certs/AuthKey_BETAKEY001.p8" --team-id DEVTEAM001)
 "$bin/pushchat-api" apps add beta development "${beta[@]}" >/dev/null 2>&1 \
     || "$bin/pushchat-api" apps update beta development "${beta[@]}" >/dev/null
 

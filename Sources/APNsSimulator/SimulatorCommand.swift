@@ -28,9 +28,12 @@ struct SimulatorCommand: AsyncParsableCommand {
     var feedbackPort = 2196
     @Option(name: .customLong("http2-port"), help: "HTTP/2 provider API port (0: any free port).")
     var http2Port = 2197
-    @Option(help: "HTTP/2 token authentication: the signing key's public half (PEM); default AuthKey_DEVKEY0001.pub.pem in --certs.")
-    var authKey: String?
-    @Option(help: "HTTP/2 token authentication: the key id tokens must name.")
+    @Option(
+        help:
+            "HTTP/2 token authentication: a signing key's public half (PEM), repeatable; its key id from its name AuthKey_<KEY ID>.pub.pem, else --key-id (default: every AuthKey_*.pub.pem in --certs)."
+    )
+    var authKey: [String] = []
+    @Option(help: "HTTP/2 token authentication: the key id of an --auth-key whose file name does not carry one.")
     var keyID = "DEVKEY0001"
     @Option(help: "HTTP/2 token authentication: the team id tokens must name.")
     var teamID = "DEVTEAM001"
@@ -89,11 +92,18 @@ struct SimulatorCommand: AsyncParsableCommand {
         configuration.http2Port = http2Port
         configuration.http2.topics = topic
         configuration.http2.maxConcurrentStreams = maxStreams
-        let keyPath = authKey ?? certs + "/AuthKey_DEVKEY0001.pub.pem"
-        if let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) {
-            configuration.http2.verifier = try ProviderTokenVerifier(keyID: keyID, teamID: teamID, publicKeyPEM: pem)
-        } else if authKey != nil {
-            throw SimulatorError(reason: "cannot read --auth-key \(keyPath)")
+        let keys =
+            authKey.isEmpty
+            ? ((try? FileManager.default.contentsOfDirectory(atPath: certs)) ?? []).sorted()
+                .filter { $0.hasPrefix("AuthKey_") && $0.hasSuffix(".pub.pem") }.map { certs + "/" + $0 }
+            : authKey
+        for path in keys {
+            guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw SimulatorError(reason: "cannot read --auth-key \(path)")
+            }
+            let name = (path as NSString).lastPathComponent
+            let named = name.hasPrefix("AuthKey_") && name.hasSuffix(".pub.pem") ? String(name.dropFirst(8).dropLast(8)) : nil
+            configuration.http2.verifiers.append(try ProviderTokenVerifier(keyID: named ?? keyID, teamID: teamID, publicKeyPEM: pem))
         }
         configuration.recordFile = record
         if let unregistered {

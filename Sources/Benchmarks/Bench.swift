@@ -73,11 +73,13 @@ package final class Bench: Sendable {
         configuration.gatewayPort = 0
         configuration.feedbackPort = 0
         configuration.http2Port = 0
-        configuration.http2.verifier = try ProviderTokenVerifier(
-            keyID: developmentKeyID,
-            teamID: developmentTeamID,
-            publicKeyPEM: String(contentsOfFile: certs + "/AuthKey_\(developmentKeyID).pub.pem", encoding: .utf8)
-        )
+        configuration.http2.verifiers = [
+            try ProviderTokenVerifier(
+                keyID: developmentKeyID,
+                teamID: developmentTeamID,
+                publicKeyPEM: String(contentsOfFile: certs + "/AuthKey_\(developmentKeyID).pub.pem", encoding: .utf8)
+            )
+        ]
         configuration.http2.topics = [developmentTopic, Self.betaTopic]
         configuration.statusPort = nil
         configuration.keepAll = false

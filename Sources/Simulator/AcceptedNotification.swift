@@ -20,6 +20,8 @@ package struct AcceptedNotification: Sendable, Equatable {
     package var pushType: String?
     package var topic: String?
     package var collapseID: String?
+    /// HTTP/2 with token authentication: the id of the key that signed the provider token (several apps, several keys).
+    package var keyID: String?
 
     package init(
         arrival: Date,
@@ -59,7 +61,7 @@ package struct AcceptedNotification: Sendable, Equatable {
         let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(arrival)
         return #"{"time":"\#(time)","format":"\#(format)","id":\#(identifier),"token":"\#(token)","payload":\#(JSONText.quoted(payload)),"#
             + #""priority":\#(priority),"expiry":\#(expiry),"connection":\#(connection)"#
-            + [("push_type", pushType), ("topic", topic), ("collapse_id", collapseID)].compactMap { name, value in
+            + [("push_type", pushType), ("topic", topic), ("collapse_id", collapseID), ("key_id", keyID)].compactMap { name, value in
                 value.map { ",\"\(name)\":\(JSONText.quoted($0))" }
             }.joined() + "}"
     }

@@ -33,7 +33,7 @@ final class HTTP2Handler: ChannelInboundHandler {
     private var goingAway = false
     private var accepted: [AcceptedNotification] = []
     private var clientCertificate: Bool?
-    private var verifiedToken: (token: String, issuedAt: Double)?
+    private var verifiedToken: (token: String, issuedAt: Double, keyID: String)?
 
     init(
         options: SimulatorConfiguration.HTTP2Options,
@@ -125,18 +125,22 @@ final class HTTP2Handler: ChannelInboundHandler {
             guard let authorization = headers.first(name: "authorization"), authorization.lowercased().hasPrefix("bearer ") else {
                 return .init(status: 403, reason: "MissingProviderToken")
             }
-            guard let verifier = options.verifier else { return .init(status: 403, reason: "InvalidProviderToken") }
+            guard let verifier = options.verifiers.first else { return .init(status: 403, reason: "InvalidProviderToken") }
             // Like Apple, a token is verified once per connection and only its age checked on later requests.
             let token = String(authorization.dropFirst("bearer ".count))
-            let issuedAt: Double
-            if let verified = verifiedToken, verified.token == token {
-                issuedAt = verified.issuedAt
-            } else {
-                guard let verified = verifier.issuedAt(of: token) else { return .init(status: 403, reason: "InvalidProviderToken") }
-                verifiedToken = (token, verified)
-                issuedAt = verified
+            if verifiedToken?.token != token {
+                // Any of the keys it knows (several apps, or a key per app): the token's kid and team pick one.
+                guard
+                    let (issuedAt, keyID) = options.verifiers.lazy.compactMap({ key in key.issuedAt(of: token).map { ($0, key.keyID) } })
+                        .first
+                else {
+                    return .init(status: 403, reason: "InvalidProviderToken")
+                }
+                verifiedToken = (token, issuedAt, keyID)
             }
-            if let reason = verifier.check(issuedAt: issuedAt) { return .init(status: 403, reason: reason) }
+            if let verified = verifiedToken, let reason = verifier.check(issuedAt: verified.issuedAt) {
+                return .init(status: 403, reason: reason)
+            }
         }
         let topic = headers.first(name: "apns-topic")
         if clientCertificate != true, topic == nil { return .init(status: 400, reason: "MissingTopic") }
@@ -185,6 +189,7 @@ final class HTTP2Handler: ChannelInboundHandler {
         notification.pushType = pushType
         notification.topic = topic
         notification.collapseID = headers.first(name: "apns-collapse-id")
+        notification.keyID = clientCertificate == true ? nil : verifiedToken?.keyID
         accepted.append(notification)
         return .init(status: 200, reason: nil, apnsID: apnsID)
     }

@@ -94,7 +94,7 @@ package struct SimulatorConfiguration: Sendable {
     /// The HTTP/2 listener: how it authenticates and what it injects.
     package struct HTTP2Options: Sendable {
         /// Checks provider tokens (token authentication); without it only clients with a certificate get through.
-        package var verifier: ProviderTokenVerifier?
+        package var verifiers: [ProviderTokenVerifier] = []
         /// The apps' bundle ids: when any are set, an `apns-topic` that is none of them (nor one with a push type's
         /// suffix) gets 400 BadTopic.
         package var topics: [String] = []

@@ -141,12 +141,13 @@ import Testing
         }
     }
 
+    /// An app over HTTP/2 signing with a key of its own (BETAKEY001, of the same team).
     static func addApp(_ url: DatabaseURL, _ name: String, bundleID: String) async throws {
         let settings = App.Settings(
             bundleID: bundleID,
             environment: .sandbox,
             transport: .http2,
-            credentials: .token(keyFile: TestCertificates.path("AuthKey_DEVKEY0001.p8"), keyID: "DEVKEY0001", teamID: "DEVTEAM001")
+            credentials: .token(keyFile: TestCertificates.path("AuthKey_BETAKEY001.p8"), keyID: "BETAKEY001", teamID: "DEVTEAM001")
         )
         let added = try await TestDatabase.withConnection(url) { connection in
             try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: name, settings: settings)
@@ -376,8 +377,14 @@ import Testing
             let accepted = harness.simulator.state.accepted
             let byToken = Dictionary(grouping: accepted, by: { Int($0.token, radix: 16) ?? -1 })
             #expect(byToken.count == 9 && accepted.count == 9, "each row once")
-            for n in 1...3 { #expect(byToken[n]?.first?.topic == PushHarness.topic) }
-            for n in 0x100..<0x103 { #expect(byToken[n]?.first?.topic == Self.betaTopic) }
+            for n in 1...3 {
+                #expect(byToken[n]?.first?.topic == PushHarness.topic)
+                #expect(byToken[n]?.first?.keyID == "DEVKEY0001", "the configuration's key")
+            }
+            for n in 0x100..<0x103 {
+                #expect(byToken[n]?.first?.topic == Self.betaTopic)
+                #expect(byToken[n]?.first?.keyID == "BETAKEY001", "beta's own key")
+            }
             for n in 0x200..<0x203 { #expect(byToken[n]?.first?.topic == nil, "over the binary interface (no topic on the wire)") }
             #expect(try await harness.count("app = 'broken' AND time_sent IS NULL AND time_failed IS NULL") == 2, "its rows stay queued")
         }

@@ -23,11 +23,14 @@ import Testing
         configuration.http2Port = 0
         configuration.statusPort = nil
         configuration.keepAll = true
-        configuration.http2.verifier = try? ProviderTokenVerifier(
-            keyID: PushHarness.keyID,
-            teamID: PushHarness.teamID,
-            publicKeyPEM: String(contentsOfFile: TestCertificates.path("AuthKey_DEVKEY0001.pub.pem"), encoding: .utf8)
-        )
+        // The development key and beta's own key (an app with a key of its own).
+        configuration.http2.verifiers = ["DEVKEY0001", "BETAKEY001"].compactMap { keyID in
+            try? ProviderTokenVerifier(
+                keyID: keyID,
+                teamID: PushHarness.teamID,
+                publicKeyPEM: String(contentsOfFile: TestCertificates.path("AuthKey_\(keyID).pub.pem"), encoding: .utf8)
+            )
+        }
         configuration.http2.topics = [PushHarness.topic, AppsTests.betaTopic]
         return configuration
     }
