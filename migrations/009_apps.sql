@@ -1,6 +1,10 @@
 -- Several apps on one server (issue 29). An app is a bundle id in one APNs environment with its own credentials
 -- (a token signing key or a client certificate) and transport. Devices, provider keys, notifications, queue rows and
--- invalid-token reports belong to an app; the same device token registered in two apps is two devices.
+-- invalid-token reports belong to an app.
+--
+-- Expand only (the guide's section 16): the release before this one still runs on this schema, so `devices` and
+-- `invalid_tokens` keep their keys (device_token), which its statements name (ON CONFLICT (device_token)). A token
+-- therefore belongs to one app for now; a later release moves the keys to (app, device_token).
 --
 -- The deployment as it was becomes the app named `default`, whose empty settings mean "from the daemon's
 -- configuration" (the env file: PUSHCHAT_APNS_*): an existing installation keeps working with no new step, and every
@@ -69,12 +73,10 @@ ALTER TABLE notifications ADD COLUMN app text NOT NULL DEFAULT 'default' REFEREN
 COMMENT ON COLUMN notifications.app IS 'The app of the key that sent it.';
 
 ALTER TABLE devices ADD COLUMN app text NOT NULL DEFAULT 'default' REFERENCES apps (name);
-ALTER TABLE devices DROP CONSTRAINT devices_pkey, ADD PRIMARY KEY (app, device_token);
-COMMENT ON COLUMN devices.app IS 'The app the device registered with; the same token in two apps is two devices.';
+COMMENT ON COLUMN devices.app IS 'The app the device registered with (another app''s key cannot register or see it).';
 
 ALTER TABLE invalid_tokens ADD COLUMN app text NOT NULL DEFAULT 'default';
-ALTER TABLE invalid_tokens DROP CONSTRAINT invalid_tokens_pkey, ADD PRIMARY KEY (app, device_token);
-COMMENT ON COLUMN invalid_tokens.app IS 'The app APNs said the token is invalid for; only that app''s devices are pruned.';
+COMMENT ON COLUMN invalid_tokens.app IS 'The app APNs said the token is invalid for; only that app''s devices and chat users are pruned.';
 
 -- Columns from before that did not explain themselves.
 COMMENT ON COLUMN api_keys.created_at IS 'When the key was created (pushchat-api keys create).';

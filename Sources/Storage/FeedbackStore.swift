@@ -55,7 +55,7 @@ package struct FeedbackStore: Sendable {
                 INSERT INTO invalid_tokens (app, device_token, reported_at, source)
                 SELECT \(app), lower(t), max(r), \(Self.feedbackSource) FROM unnest(\(tokens)::text[], \(times)::timestamptz[]) AS x(t, r)
                 GROUP BY lower(t)
-                ON CONFLICT (app, device_token) DO UPDATE SET
+                ON CONFLICT (device_token) DO UPDATE SET app = EXCLUDED.app,
                     reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
                     source = EXCLUDED.source, processed_at = NULL
                 """,

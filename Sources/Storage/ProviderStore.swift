@@ -177,20 +177,22 @@ package struct ProviderStore: Sendable {
         return nil
     }
 
-    /// Registers the token (again): the user and client info are replaced and `updated_at` stamped (so the feedback
-    /// job keeps it after an older report). Returns the device and whether it is new.
+    /// Registers the token (again) in the key's app: the user and client info are replaced and `updated_at` stamped
+    /// (so the feedback job keeps it after an older report). Returns the device and whether it is new; nil when the
+    /// token is registered in another app (a token belongs to one app: nothing is written).
     package func register(
         token: String,
         user: String?,
         clientInfo: String?,
         key: Key
-    ) async throws -> (Device, created: Bool) {
+    ) async throws -> (Device, created: Bool)? {
         let rows = try await database.query(
             """
             INSERT INTO devices AS d (app, device_token, user_ref, client_info, registered_by)
             VALUES (\(key.app), \(token), \(user), \(clientInfo), \(key.name))
-            ON CONFLICT (app, device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
+            ON CONFLICT (device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
                 registered_by = EXCLUDED.registered_by, updated_at = now()
+            WHERE d.app = EXCLUDED.app
             RETURNING \(unescaped: Self.deviceColumns), (xmax = 0)
             """,
             logger: logger
@@ -201,7 +203,7 @@ package struct ProviderStore: Sendable {
             )
             return (Device(row: (token, user, info, registered, updated, badge)), created)
         }
-        throw DatabaseError(context: "registering a device", underlying: CancellationError())
+        return nil
     }
 
     /// Removes a device registered in `app`; whether it was registered there.

@@ -345,11 +345,11 @@ package struct PushQueue: Sendable {
         let times = tokens.map { $0.reportedAt.map { Date.ISO8601FormatStyle(includingFractionalSeconds: true).format($0) } ?? "" }
         return """
             INSERT INTO invalid_tokens (app, device_token, reported_at, source)
-            SELECT DISTINCT ON (a, lower(t)) a, lower(t), coalesce(nullif(r, '')::timestamptz, now()), s
+            SELECT DISTINCT ON (lower(t)) a, lower(t), coalesce(nullif(r, '')::timestamptz, now()), s
             FROM unnest(\(tokens.map(\.app))::text[], \(tokens.map(\.token))::text[], \(times)::text[], \(tokens.map(\.source))::text[])
                 AS i(a, t, r, s)
-            ORDER BY a, lower(t), 3 DESC
-            ON CONFLICT (app, device_token) DO UPDATE SET
+            ORDER BY lower(t), 3 DESC
+            ON CONFLICT (device_token) DO UPDATE SET app = EXCLUDED.app,
                 reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
                 source = EXCLUDED.source, processed_at = NULL
             """

@@ -155,25 +155,40 @@ import Testing
         #expect(added)
     }
 
-    /// A key sees and sends only within its app: the same token in two apps is two devices, another app's device is
-    /// 404, `all` reaches only its app's devices (the chat users belong to the default app), a topic must be its
-    /// app's bundle id, and a disabled app's key is refused with nothing written.
+    /// A key sees and sends only within its app: a token registered in one app is refused to another (409, nothing
+    /// written: a token belongs to one app while the release before apps may still run on the schema), another app's
+    /// device is 404, `all` reaches only its app's devices (the chat users belong to the default app), a topic must be
+    /// its app's bundle id, and a disabled app's key is refused with nothing written.
     @Test func aKeySeesAndSendsOnlyWithinItsApp() async throws {
         try await APIHarness.run { api in
             try await Self.addApp(api.url, "beta", bundleID: "com.example.Beta")
             let main = try await ProviderAPITests.createKey(api.url, name: "main")
             let beta = try await ProviderAPITests.createKey(api.url, name: "beta-backend", app: "beta")
             let shared = ProviderAPITests.token(0x01)
-            for (key, user) in [(main, "alice"), (beta, "alice")] {
+            let betaToken = ProviderAPITests.token(0x04)
+            for (key, token) in [(main, shared), (beta, betaToken)] {
                 let registered = try await ProviderAPITests.call(
                     api,
                     .post,
                     "/v1/devices",
                     key: key,
-                    #"{"token": "\#(shared)", "user": "\#(user)"}"#
+                    #"{"token": "\#(token)", "user": "alice"}"#
                 )
-                #expect(registered.status == 201, "the same token in two apps is two devices")
+                #expect(registered.status == 201)
             }
+            let beforeTaken = try await ProviderAPITests.snapshot(api)
+            let taken = try await ProviderAPITests.call(
+                api,
+                .post,
+                "/v1/devices",
+                key: beta,
+                #"{"token": "\#(shared)", "user": "mallory"}"#
+            )
+            #expect(taken.status == 409 && taken.json["field"] as? String == "token", "\(taken.json)")
+            #expect((taken.json["reason"] as? String)?.contains("registered in another app") == true)
+            #expect(try await ProviderAPITests.snapshot(api) == beforeTaken, "the other app's device is untouched")
+            let again = try await ProviderAPITests.call(api, .post, "/v1/devices", key: main, #"{"token": "\#(shared)", "user": "alice"}"#)
+            #expect(again.status == 200, "its own app registers it again")
             #expect(
                 try await ProviderAPITests.call(
                     api,
@@ -221,7 +236,7 @@ import Testing
                 "SELECT string_agg(app || ':' || right(device_token, 2), ',' ORDER BY app, device_token) FROM push_queue",
                 as: String.self
             )
-            #expect(rows == "beta:01,default:01,default:02,default:03")
+            #expect(rows == "beta:04,default:01,default:02,default:03")
             let id = try #require(mainAll.json["id"] as? String)
             #expect(try await ProviderAPITests.call(api, .get, "/v1/notifications/\(id)", key: beta).status == 404)
             let wrongTopic = try await ProviderAPITests.call(
@@ -229,7 +244,7 @@ import Testing
                 .post,
                 "/v1/notifications",
                 key: beta,
-                #"{"to": {"tokens": ["\#(shared)"]}, "topic": "com.example.PushChat", "aps": {"alert": "x"}}"#
+                #"{"to": {"tokens": ["\#(betaToken)"]}, "topic": "com.example.PushChat", "aps": {"alert": "x"}}"#
             )
             #expect(
                 wrongTopic.status == 400 && (wrongTopic.json["reason"] as? String)?.contains("com.example.Beta") == true,
@@ -240,7 +255,7 @@ import Testing
                 .post,
                 "/v1/notifications",
                 key: beta,
-                #"{"to": {"tokens": ["\#(shared)"]}, "topic": "com.example.Beta.voip", "push_type": "voip", "aps": {"alert": "call"}}"#
+                #"{"to": {"tokens": ["\#(betaToken)"]}, "topic": "com.example.Beta.voip", "push_type": "voip", "aps": {"alert": "call"}}"#
             )
             #expect(voip.status == 202, "\(voip.json)")
 
@@ -261,16 +276,17 @@ import Testing
         }
     }
 
-    /// A token Apple called invalid for one app prunes that app's device only: the same token registered in another
-    /// app (and the default app's chat user) stays.
+    /// A token Apple called invalid for one app prunes that app's device only: a report for beta leaves the default
+    /// app's device and chat user with that token, and deletes beta's own device.
     @Test func anInvalidTokenPrunesOnlyItsAppsDevice() async throws {
         try await PushHarness.run { harness in
             try await Self.addApp(harness.url, "beta", bundleID: "com.example.Beta")
             let token = PushHarness.token(7)
+            let betaToken = PushHarness.token(8)
             try await TestDatabase.withConnection(harness.url) { connection in
                 for statement: PostgresQuery in [
                     "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES ('default', \(token), 'k', now() - interval '1 day')",
-                    "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES ('beta', \(token), 'k', now() - interval '1 day')",
+                    "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES ('beta', \(betaToken), 'k', now() - interval '1 day')",
                     """
                     INSERT INTO active_users (udid, device_token, nickname, secret_code, token_updated_at)
                     VALUES (\(String(repeating: "d", count: 40)), \(token), 'chat', 'room', now() - interval '1 day')
@@ -290,12 +306,13 @@ import Testing
                 let store = FeedbackStore(client: client, logger: TestDatabase.logger)
                 try await store.client.query(
                     PushQueue.invalidTokensStatement([
-                        PushQueue.InvalidToken(token: token, reportedAt: nil, source: "http2 410 Unregistered", app: "beta")
+                        PushQueue.InvalidToken(token: token, reportedAt: nil, source: "http2 410 Unregistered", app: "beta"),
+                        PushQueue.InvalidToken(token: betaToken, reportedAt: nil, source: "http2 410 Unregistered", app: "beta"),
                     ]),
                     logger: TestDatabase.logger
                 )
                 let pending = try await store.pendingReports()
-                #expect(pending.apps == ["beta"] && pending.wouldDelete == 1)
+                #expect(pending.apps == ["beta", "beta"] && pending.wouldDelete == 1)
                 let applied = try await store.applyInvalidTokens(pending)
                 #expect(applied.daemon.deleted == 1)
                 group.cancelAll()
@@ -471,13 +488,13 @@ import Testing
     }
 
     /// An app on the binary interface has its own feedback service, read with its certificate: its tuples delete its
-    /// device only (the same token in the default app, here on HTTP/2 without a feedback service, stays).
+    /// devices only (a tuple naming the default app's device, here on HTTP/2 without a feedback service, leaves it).
     @Test func theFeedbackJobReadsEachBinaryAppsService() async throws {
         try await PushHarness.run { harness in
             let passphrase = FileManager.default.temporaryDirectory.appendingPathComponent("pushchat-passphrase-\(UUID().uuidString)")
             try Data(TestCertificates.passphrase.utf8).write(to: passphrase)
             defer { try? FileManager.default.removeItem(at: passphrase) }
-            let token = PushHarness.token(9)
+
             try await TestDatabase.withConnection(harness.url) { connection in
                 let legacy = App.Settings(
                     bundleID: "com.example.Legacy",
@@ -486,17 +503,20 @@ import Testing
                     credentials: .certificate(path: TestCertificates.path("ck.pem"), passphraseFile: passphrase.path)
                 )
                 _ = try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: "legacy", settings: legacy)
-                for app in ["default", "legacy"] {
+                for (app, n) in [("default", 9), ("legacy", 10)] {
                     try await connection.query(
-                        "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES (\(app), \(token), 'k', now() - interval '2 days')",
+                        """
+                        INSERT INTO devices (app, device_token, registered_by, updated_at)
+                        VALUES (\(app), \(PushHarness.token(n)), 'k', now() - interval '2 days')
+                        """,
                         logger: TestDatabase.logger
                     )
                 }
             }
-            harness.simulator.state.setFeedback([FeedbackTests.tuple(9, at: FeedbackTests.dayAgo)])
+            harness.simulator.state.setFeedback([9, 10].map { FeedbackTests.tuple($0, at: FeedbackTests.dayAgo) })
             let (configuration, _) = try harness.http2()
             let report = try await FeedbackTests.job(harness, configuration: configuration).run()
-            #expect(report.tuplesRead == 1)
+            #expect(report.tuplesRead == 2)
             #expect(report.deletedByFeedback == 1)
             let left = try await TestDatabase.scalar(harness.url, "SELECT string_agg(app, ',') FROM devices", as: String.self)
             #expect(left == "default", "the legacy app's device went, the default app's stayed")

@@ -66,6 +66,20 @@ import Testing
                 }
                 let applied = try await Migrator(connection: connection, migrations: all, logger: TestDatabase.logger).migrate()
                 #expect(applied.map(\.version) == all.filter { $0.version > 8 }.map(\.version))
+                // The release before apps still runs on the expanded schema (guide §16): its statements that name the
+                // token keys of devices and invalid_tokens work as before.
+                for statement: PostgresQuery in [
+                    """
+                    INSERT INTO devices AS d (device_token, user_ref, client_info, registered_by) VALUES (lpad('a', 64, '0'), 'u', NULL, 'old')
+                    ON CONFLICT (device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, updated_at = now() RETURNING 1
+                    """,
+                    """
+                    INSERT INTO invalid_tokens (device_token, reported_at, source) VALUES (lpad('b', 64, '0'), now(), 'http2 410 Unregistered')
+                    ON CONFLICT (device_token) DO UPDATE SET reported_at = EXCLUDED.reported_at, processed_at = NULL
+                    """,
+                ] {
+                    try await connection.query(statement, logger: TestDatabase.logger)
+                }
                 let apps = try await AppAdmin(connection: connection, logger: TestDatabase.logger).list()
                 #expect(apps.map(\.name) == ["default"])
                 #expect(apps.first?.usesConfiguration == true, "the default app takes its settings from the env file")

@@ -139,13 +139,16 @@ struct ProviderController: Sendable {
 
     func register(_ request: Request, key: ProviderStore.Key) async throws -> Response {
         let registration = try DeviceRegistration(body: try await body(request))
-        let (device, created) = try await database { store in
+        let registered = try await database { store in
             try await store.register(
                 token: registration.token,
                 user: registration.user,
                 clientInfo: registration.clientInfo,
                 key: key
             )
+        }
+        guard let (device, created) = registered else {
+            throw ProviderError(.conflict, .conflict, "this token is registered in another app", field: "token")
         }
         return Self.json(created ? .created : .ok, DeviceJSON(device))
     }
