@@ -667,7 +667,8 @@ done
 # wrote nothing and is not counted.
 (
     n=0
-    while [ ! -e "$scratch/upgrade-done" ]; do
+    # Also ends with the test (a failure removes the scratch folder; cleanup kills it too).
+    while [ -d "$scratch" ] && [ ! -e "$scratch/upgrade-done" ]; do
         n=$((n + 1))
         i=$((n % members + 1))
         code=$(post --max-time 10 --data-urlencode cmd=message --data-urlencode "udid=$(printf '%040d' "$((7000 + i))")" \
@@ -677,6 +678,7 @@ done
     done
 ) &
 traffic=$!
+pids+=("$traffic")
 sleep 2
 run_guide_block upgrade "$repo" /dev/null
 [ "$(readlink "$prefix/current")" = "releases/$new_name" ] || die "make install did not point current at releases/$new_name"

@@ -12,13 +12,7 @@ struct AppsCommand: AsyncParsableCommand {
         subcommands: [Add.self, List.self, Update.self, Disable.self, Enable.self]
     )
 
-    /// A refused apps command: one line, exit 1.
-    struct Refusal: PushChatError {
-        typealias Code = ErrorCode<Refusal>
-        var code: Code { .init("refused") }
-        let reason: String
-        var description: String { reason }
-    }
+    typealias Refusal = KeysCommand.Refusal
 
     /// What `add` and `update` say about an app.
     struct SettingsOptions: ParsableArguments {
@@ -105,13 +99,17 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let settings = try app.settings()
-            try await QueueCommand.withConnection(options, program: "pushchat-api apps add", role: owner) { connection, logger in
-                guard try await AppAdmin(connection: connection, logger: logger).add(name: name, settings: settings) else {
-                    throw Refusal(reason: "an app named \(name) exists; change it with apps update")
-                }
-                print("Added app \(name): \(AppsCommand.describe(settings))")
-                for file in app.missingFiles() { print("warning: \(file) does not exist here; the push daemon must be able to read it") }
+            try await AppsCommand.save(
+                name,
+                app,
+                options,
+                owner,
+                verb: "add",
+                done: "Added",
+                refusal: "an app named \(name) exists; change it with apps update"
+            ) {
+                admin,
+                settings in try await admin.add(name: name, settings: settings)
             }
         }
     }
@@ -133,13 +131,17 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let settings = try app.settings()
-            try await QueueCommand.withConnection(options, program: "pushchat-api apps update", role: owner) { connection, logger in
-                guard try await AppAdmin(connection: connection, logger: logger).update(name: name, settings: settings) else {
-                    throw Refusal(reason: "no app named \(name); add it with apps add")
-                }
-                print("Updated app \(name): \(AppsCommand.describe(settings))")
-                for file in app.missingFiles() { print("warning: \(file) does not exist here; the push daemon must be able to read it") }
+            try await AppsCommand.save(
+                name,
+                app,
+                options,
+                owner,
+                verb: "update",
+                done: "Updated",
+                refusal: "no app named \(name); add it with apps add"
+            ) {
+                admin,
+                settings in try await admin.update(name: name, settings: settings)
             }
         }
     }
@@ -188,14 +190,7 @@ struct AppsCommand: AsyncParsableCommand {
             }
         }
 
-        func run() async throws {
-            try await QueueCommand.withConnection(options, program: "pushchat-api apps disable", role: owner) { connection, logger in
-                guard try await AppAdmin(connection: connection, logger: logger).setDisabled(name: name, true) else {
-                    throw Refusal(reason: "no enabled app named \(name)")
-                }
-                print("Disabled app \(name)")
-            }
-        }
+        func run() async throws { try await AppsCommand.setDisabled(name, true, options, owner) }
     }
 
     struct Enable: AsyncParsableCommand {
@@ -205,13 +200,36 @@ struct AppsCommand: AsyncParsableCommand {
         @OptionGroup var options: ProcessOptions
         @OptionGroup var owner: RoleOption
 
-        func run() async throws {
-            try await QueueCommand.withConnection(options, program: "pushchat-api apps enable", role: owner) { connection, logger in
-                guard try await AppAdmin(connection: connection, logger: logger).setDisabled(name: name, false) else {
-                    throw Refusal(reason: "no disabled app named \(name)")
-                }
-                print("Enabled app \(name)")
+        func run() async throws { try await AppsCommand.setDisabled(name, false, options, owner) }
+    }
+
+    /// `add` and `update`: the settings checked, written as the owner, described; files this process cannot see said.
+    static func save(
+        _ name: String,
+        _ app: SettingsOptions,
+        _ options: ProcessOptions,
+        _ owner: RoleOption,
+        verb: String,
+        done: String,
+        refusal: String,
+        _ write: @escaping (AppAdmin, App.Settings) async throws -> Bool
+    ) async throws {
+        let settings = try app.settings()
+        try await QueueCommand.withConnection(options, program: "pushchat-api apps \(verb)", role: owner) { connection, logger in
+            guard try await write(AppAdmin(connection: connection, logger: logger), settings) else { throw Refusal(reason: refusal) }
+            print("\(done) app \(name): \(describe(settings))")
+            for file in app.missingFiles() { print("warning: \(file) does not exist here; the push daemon must be able to read it") }
+        }
+    }
+
+    /// `disable` and `enable`.
+    static func setDisabled(_ name: String, _ disabled: Bool, _ options: ProcessOptions, _ owner: RoleOption) async throws {
+        let verb = disabled ? "disable" : "enable"
+        try await QueueCommand.withConnection(options, program: "pushchat-api apps \(verb)", role: owner) { connection, logger in
+            guard try await AppAdmin(connection: connection, logger: logger).setDisabled(name: name, disabled) else {
+                throw Refusal(reason: "no \(disabled ? "enabled" : "disabled") app named \(name)")
             }
+            print("\(disabled ? "Disabled" : "Enabled") app \(name)")
         }
     }
 
