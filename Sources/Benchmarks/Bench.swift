@@ -338,6 +338,11 @@ package final class Bench: Sendable {
         try startProcess("pushchat-push", ["development"], extra: ["PUSHCHAT_PUSH_STATUS_PORT": "0"].merging(extra) { $1 })
     }
 
+    /// Runs `body` on one connection to the benchmark's database.
+    func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger, body)
+    }
+
     func query(_ sql: String) async throws {
         try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
             try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
