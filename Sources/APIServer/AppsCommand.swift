@@ -147,15 +147,18 @@ struct AppsCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List apps: name, bundle id, environment, transport, credentials, state.")
+        static let configuration = CommandConfiguration(
+            abstract: "List apps: name, bundle id, environment, transport, credentials, state, notifications waiting to be sent."
+        )
         @OptionGroup var options: ProcessOptions
 
         func run() async throws {
             try await QueueCommand.withConnection(options, program: "pushchat-api apps list") { connection, logger in
-                let apps = try await AppAdmin(connection: connection, logger: logger).list()
-                print("name\tbundle id\tenvironment\ttransport\tcredentials\tstate")
+                let admin = AppAdmin(connection: connection, logger: logger)
+                let (apps, pending) = (try await admin.list(), try await admin.pending())
+                print("name\tbundle id\tenvironment\ttransport\tcredentials\tstate\tpending")
                 for app in apps {
-                    let state = app.disabledAt.map { "disabled \($0.formatted(.iso8601))" } ?? "enabled"
+                    let state = (app.disabledAt.map { "disabled \($0.formatted(.iso8601))" } ?? "enabled") + "\t\(pending[app.name] ?? 0)"
                     guard let settings = app.settings else {
                         print("\(app.name)\t(configuration)\t(configuration)\t(configuration)\tPUSHCHAT_APNS_*\t\(state)")
                         continue

@@ -67,6 +67,17 @@ package struct AppAdmin: Sendable {
         return apps
     }
 
+    /// Rows waiting to be sent, by app (apps with none are absent).
+    package func pending() async throws -> [String: Int] {
+        let rows = try await connection.query(
+            "SELECT app, count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL GROUP BY app",
+            logger: logger
+        )
+        var pending: [String: Int] = [:]
+        for try await (app, count) in rows.decode((String, Int64).self) { pending[app] = Int(count) }
+        return pending
+    }
+
     /// One app, or nil.
     package func find(_ name: String) async throws -> App? {
         let rows = try await connection.query("SELECT \(unescaped: Self.columns) FROM apps WHERE name = \(name)", logger: logger)

@@ -120,13 +120,19 @@ import Testing
             ])
             #expect(updated.status == 0, "\(updated.standardError)")
             #expect(try run(["apps", "disable", "white-label.1"]).status == 0)
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    "INSERT INTO push_queue (app, device_token, payload) SELECT 'beta', lpad(to_hex(g), 64, '0'), '{}' FROM generate_series(1, 2) g",
+                    logger: TestDatabase.logger
+                )
+            }
             let listed = try run(["apps", "list"])
             let lines = listed.standardOutput.split(separator: "\n").map(String.init)
             #expect(lines.count == 4, "\(listed.standardOutput)")
             #expect(
-                lines.contains { $0.hasPrefix("beta\tcom.example.Beta2\tproduction\thttp2\tcertificate /etc/pushchat/beta.pem\tenabled") }
+                lines.contains { $0 == "beta\tcom.example.Beta2\tproduction\thttp2\tcertificate /etc/pushchat/beta.pem\tenabled\t2" }
             )
-            #expect(lines.contains { $0.hasPrefix("default\t(configuration)") })
+            #expect(lines.contains { $0.hasPrefix("default\t(configuration)") && $0.hasSuffix("\tenabled\t0") })
             #expect(
                 lines.contains {
                     $0.hasPrefix("white-label.1\tcom.example.White\tproduction\tbinary\tcertificate ") && $0.contains("\tdisabled ")
