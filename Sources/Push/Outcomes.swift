@@ -45,9 +45,14 @@ final class Outcomes: Sendable {
 
     func sent(_ items: [QueuedNotification]) {
         guard !items.isEmpty else { return }
+        // Counted outside the lock, by runs: an answered batch is one app's (one connection), so this is one entry.
+        var byApp: [(app: String?, count: Int)] = []
+        for item in items {
+            if let last = byApp.indices.last, byApp[last].app == item.app { byApp[last].count += 1 } else { byApp.append((item.app, 1)) }
+        }
         pending.withLockedValue { pending in
             pending.batch.sent.append(contentsOf: items.map(\.messageID))
-            for item in items { pending.byApp[item.app ?? App.defaultName, default: AppCounts()].sent += 1 }
+            for (app, count) in byApp { pending.byApp[app ?? App.defaultName, default: AppCounts()].sent += count }
         }
         wake.signal()
     }
