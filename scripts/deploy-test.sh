@@ -693,6 +693,15 @@ ln -sfn "releases/$new_name" "$prefix/current"
 restart_unit pushchat-api
 restart_unit pushchat-push
 sleep 2
+# The contract step (§16) with the new release running and the traffic still going: the keys move, nothing stops.
+contract_pending=$(grep -c "^contract pending: " "$scratch/guide.log" || true)
+run_guide_block contract "$repo" /dev/null
+if [ "$contract_pending" -gt 0 ]; then
+    [ "$(db "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'devices_pkey'")" = "PRIMARY KEY (app, device_token)" ] \
+        || die "migrate --contract did not move the devices' key"
+    echo "    migrate --contract applied under traffic: devices and invalid_tokens keyed by (app, device_token)"
+fi
+sleep 2
 touch "$scratch/upgrade-done"
 wait "$traffic"
 accepted=$(awk '$2 == 200' "$scratch/upgrade-codes" | wc -l)

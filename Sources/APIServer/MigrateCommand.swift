@@ -28,6 +28,13 @@ struct MigrateCommand: AsyncParsableCommand {
     )
     var check = false
 
+    @Flag(
+        name: .long,
+        help:
+            "Also apply the contract migrations, which remove or replace what older releases use: run it once the upgrade is done and no rollback to a release from before them will be needed (a fresh database gets them without it)."
+    )
+    var contract = false
+
     @OptionGroup var owner: RoleOption
 
     func run() async throws {
@@ -42,7 +49,9 @@ struct MigrateCommand: AsyncParsableCommand {
                 let migrator = Migrator(connection: connection, migrations: migrations, logger: logger)
                 if status {
                     for entry in try await migrator.status() {
-                        let state = entry.appliedAt.map { "applied \(Self.format($0))" } ?? "pending"
+                        let state =
+                            entry.appliedAt.map { "applied \(Self.format($0))" }
+                            ?? (entry.contract ? "pending (contract: migrate --contract)" : "pending")
                         let note = entry.hasFile ? "" : "  (no file: applied by a newer release)"
                         print("\(entry.fileName)  \(state)\(entry.modified ? "  (file changed since it was applied)" : "")\(note)")
                     }
@@ -62,9 +71,20 @@ struct MigrateCommand: AsyncParsableCommand {
                     case .behind(let pending):
                         print("behind: \(pending.joined(separator: ", ")) not applied: run migrate with this release before starting it")
                         throw ExitCode(1)
+                    case .removed(let newer):
+                        print(
+                            "does not fit: a newer release's contract migrations (\(newer.joined(separator: ", "))) removed what this release uses: roll forward"
+                        )
+                        throw ExitCode(1)
+                    }
+                    let waiting = statuses.filter { $0.contract && $0.hasFile && $0.appliedAt == nil }.map(\.fileName)
+                    if !waiting.isEmpty {
+                        print(
+                            "contract pending: \(waiting.joined(separator: ", ")) (migrate --contract, once no release from before this one will run again)"
+                        )
                     }
                 } else {
-                    let applied = try await migrator.migrate()
+                    let applied = try await migrator.migrate(contract: contract)
                     for migration in applied { print("applied \(migration.fileName)") }
                     let url = configuration.databaseURL
                     if let warning = await migrator.setSessionDefaults(statementTimeout: url.statementTimeout, lockTimeout: url.lockTimeout)
@@ -72,6 +92,12 @@ struct MigrateCommand: AsyncParsableCommand {
                         FileHandle.standardError.write(Data("pushchat-api migrate: warning: \(warning)\n".utf8))
                     }
                     print(applied.isEmpty ? "database is up to date" : "\(applied.count) migration(s) applied")
+                    let waiting = try await migrator.status().filter { $0.contract && $0.hasFile && $0.appliedAt == nil }
+                    if !waiting.isEmpty {
+                        print(
+                            "contract pending: \(waiting.map(\.fileName).joined(separator: ", ")): run migrate --contract once no release from before this one will run again"
+                        )
+                    }
                 }
             }
         }

@@ -47,20 +47,19 @@ package struct FeedbackStore: Sendable {
     package func record(_ tuples: [FeedbackTuple], app: String = App.defaultName) async throws {
         var start = 0
         while start < tuples.count {
-            let batch = tuples[start..<min(start + Self.batchSize, tuples.count)]
-            let tokens = batch.map(\.tokenHex)
-            let times = batch.map { Date(timeIntervalSince1970: TimeInterval($0.timestamp)) }
-            try await client.query(
-                """
-                INSERT INTO invalid_tokens (app, device_token, reported_at, source)
-                SELECT \(app), lower(t), max(r), \(Self.feedbackSource) FROM unnest(\(tokens)::text[], \(times)::timestamptz[]) AS x(t, r)
-                GROUP BY lower(t)
-                ON CONFLICT (device_token) DO UPDATE SET app = EXCLUDED.app,
-                    reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
-                    source = EXCLUDED.source, processed_at = NULL
-                """,
-                logger: logger
-            )
+            let reports = tuples[start..<min(start + Self.batchSize, tuples.count)].map {
+                PushQueue.InvalidToken(
+                    token: $0.tokenHex,
+                    reportedAt: Date(timeIntervalSince1970: TimeInterval($0.timestamp)),
+                    source: Self.feedbackSource,
+                    app: app
+                )
+            }
+            do {
+                try await client.query(InvalidTokenUpsert.statement(reports, keyedByToken: false), logger: logger)
+            } catch  where InvalidTokenUpsert.isOldKeyConflict(error) {
+                try await client.query(InvalidTokenUpsert.statement(reports, keyedByToken: true), logger: logger)
+            }
             start += Self.batchSize
         }
     }

@@ -21,6 +21,11 @@ package struct Migration: Sendable, Equatable {
         self.sql = sql
     }
 
+    /// A contract migration (first line `-- pushchat:contract`) removes or replaces what releases before this one use:
+    /// `migrate` leaves it pending on a database that has migrations already (those releases keep running on the
+    /// schema, for a rollback), and `migrate --contract` applies it once none of them will run again.
+    package var isContract: Bool { sql.hasPrefix("-- pushchat:contract") }
+
     /// A short fingerprint of the SQL, stored when applied, to notice files edited afterwards.
     package var checksum: String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

@@ -18,6 +18,8 @@ package struct Migrator: Sendable {
         package let modified: Bool
         /// False for a version the database records but this release has no file for (a newer release applied it).
         package var hasFile = true
+        /// A contract migration (``Migration/isContract``): pending until `migrate --contract`.
+        package var contract = false
     }
 
     /// Whether a release's binaries and the database's schema go together (`migrate --check`).
@@ -29,12 +31,19 @@ package struct Migrator: Sendable {
         case ahead([String])
         /// Migrations of this release are not applied yet: run `migrate`.
         case behind([String])
+        /// A newer release's contract migrations removed or replaced what this release uses: it does not run on the
+        /// schema (roll forward).
+        case removed([String])
 
-        /// The fit of the statuses `status()` returns.
+        /// The fit of the statuses `status()` returns. A pending contract migration does not hold a release back.
         package init(_ statuses: [Status]) {
-            let pending = statuses.filter { $0.hasFile && $0.appliedAt == nil }.map(\.fileName)
-            let unknown = statuses.filter { !$0.hasFile }.map(\.fileName)
-            self = !pending.isEmpty ? .behind(pending) : unknown.isEmpty ? .fits : .ahead(unknown)
+            let pending = statuses.filter { $0.hasFile && $0.appliedAt == nil && !$0.contract }.map(\.fileName)
+            let unknown = statuses.filter { !$0.hasFile }
+            let removed = unknown.filter(\.contract).map(\.fileName)
+            self =
+                !pending.isEmpty
+                ? .behind(pending)
+                : !removed.isEmpty ? .removed(removed) : unknown.isEmpty ? .fits : .ahead(unknown.map(\.fileName))
         }
     }
 
@@ -56,13 +65,14 @@ package struct Migrator: Sendable {
         self.logger = logger
     }
 
-    /// Applies every pending migration; returns those applied.
+    /// Applies every pending migration, in order; the contract ones (``Migration/isContract``) only with `contract` or
+    /// on a database with no migrations yet (no release ran on it). Returns those applied.
     @discardableResult
-    package func migrate() async throws(DatabaseError) -> [Migration] {
+    package func migrate(contract: Bool = false) async throws(DatabaseError) -> [Migration] {
         do {
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
-                let applied = try await applyPending(on: connection)
+                let applied = try await applyPending(on: connection, contract: contract)
                 try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                 return applied
             } catch {
@@ -90,7 +100,8 @@ package struct Migrator: Sendable {
                     version: migration.version,
                     fileName: migration.fileName,
                     appliedAt: record?.appliedAt,
-                    modified: record.map { $0.checksum != migration.checksum } ?? false
+                    modified: record.map { $0.checksum != migration.checksum } ?? false,
+                    contract: migration.isContract
                 )
             }
             for (version, record) in applied where !migrations.contains(where: { $0.version == version }) {
@@ -100,7 +111,8 @@ package struct Migrator: Sendable {
                         fileName: "\(String(format: "%03d", version))_\(record.name).sql",
                         appliedAt: record.appliedAt,
                         modified: false,
-                        hasFile: false
+                        hasFile: false,
+                        contract: record.contract
                     )
                 )
             }
@@ -126,24 +138,39 @@ package struct Migrator: Sendable {
             "COMMENT ON TABLE schema_migrations IS 'Migrations from migrations/*.sql applied by pushchat-api migrate.'",
             logger: logger
         )
+        // Added with the first contract migration: older releases' migrate neither reads nor writes it.
+        try await connection.query(
+            "ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS contract boolean NOT NULL DEFAULT false",
+            logger: logger
+        )
+        try await connection.query(
+            "COMMENT ON COLUMN schema_migrations.contract IS 'A contract migration (migrate --contract): releases from before it do not run on the schema.'",
+            logger: logger
+        )
     }
 
     private func appliedMigrations(
         on connection: PostgresConnection
-    ) async throws -> [Int: (name: String, checksum: String, appliedAt: Date)] {
-        var applied: [Int: (name: String, checksum: String, appliedAt: Date)] = [:]
-        let rows = try await connection.query("SELECT version, name, checksum, applied_at FROM schema_migrations", logger: logger)
-        for try await (version, name, checksum, appliedAt) in rows.decode((Int, String, String, Date).self) {
-            applied[version] = (name, checksum, appliedAt)
+    ) async throws -> [Int: (name: String, checksum: String, appliedAt: Date, contract: Bool)] {
+        var applied: [Int: (name: String, checksum: String, appliedAt: Date, contract: Bool)] = [:]
+        // `contract` through to_jsonb: a table an older release created has no such column until migrate runs.
+        let rows = try await connection.query(
+            "SELECT version, name, checksum, applied_at, coalesce((to_jsonb(m) ->> 'contract')::boolean, false) FROM schema_migrations m",
+            logger: logger
+        )
+        for try await (version, name, checksum, appliedAt, contract) in rows.decode((Int, String, String, Date, Bool).self) {
+            applied[version] = (name, checksum, appliedAt, contract)
         }
         return applied
     }
 
-    private func applyPending(on connection: PostgresConnection) async throws -> [Migration] {
+    private func applyPending(on connection: PostgresConnection, contract: Bool) async throws -> [Migration] {
         try await createTable(on: connection)
         let applied = try await appliedMigrations(on: connection)
+        // No migration yet: no release ran on this database, so none needs what a contract migration removes.
+        let contract = contract || applied.isEmpty
         var done: [Migration] = []
-        for migration in migrations where applied[migration.version] == nil {
+        for migration in migrations where applied[migration.version] == nil && (contract || !migration.isContract) {
             logger.info("Applying migration \(migration.fileName)")
             try await apply(migration, on: connection)
             done.append(migration)
@@ -189,8 +216,8 @@ package struct Migrator: Sendable {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             let record: PostgresQuery = """
-                INSERT INTO schema_migrations (version, name, checksum)
-                VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                INSERT INTO schema_migrations (version, name, checksum, contract)
+                VALUES (\(migration.version), \(migration.name), \(migration.checksum), \(migration.isContract))
                 """
             try await connection.query(record, logger: logger)
             if transactional { try await connection.query("COMMIT", logger: logger) }

@@ -178,25 +178,30 @@ package struct ProviderStore: Sendable {
     }
 
     /// Registers the token (again) in the key's app: the user and client info are replaced and `updated_at` stamped
-    /// (so the feedback job keeps it after an older report). Returns the device and whether it is new; nil when the
-    /// token is registered in another app (a token belongs to one app: nothing is written).
+    /// (so the feedback job keeps it after an older report). Returns the device and whether it is new. The same token
+    /// in another app is another device; nil (nothing written) while the keys from before `migrate --contract` hold a
+    /// token to one app and another app has it.
     package func register(
         token: String,
         user: String?,
         clientInfo: String?,
         key: Key
     ) async throws -> (Device, created: Bool)? {
-        let rows = try await database.query(
-            """
-            INSERT INTO devices AS d (app, device_token, user_ref, client_info, registered_by)
-            VALUES (\(key.app), \(token), \(user), \(clientInfo), \(key.name))
-            ON CONFLICT (device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
-                registered_by = EXCLUDED.registered_by, updated_at = now()
-            WHERE d.app = EXCLUDED.app
-            RETURNING \(unescaped: Self.deviceColumns), (xmax = 0)
-            """,
-            logger: logger
-        )
+        let rows: DatabaseRows
+        do {
+            rows = try await database.query(
+                """
+                INSERT INTO devices AS d (app, device_token, user_ref, client_info, registered_by)
+                VALUES (\(key.app), \(token), \(user), \(clientInfo), \(key.name))
+                ON CONFLICT (app, device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
+                    registered_by = EXCLUDED.registered_by, updated_at = now()
+                RETURNING \(unescaped: Self.deviceColumns), (xmax = 0)
+                """,
+                logger: logger
+            )
+        } catch  where DatabaseError.sqlState(of: error) == "23505" {
+            return nil
+        }
         for row in rows {
             let (token, user, info, registered, updated, badge, created) = try row.decode(
                 (String, String?, String?, Date, Date, Int32?, Bool).self

@@ -33,10 +33,21 @@ extension PushQueue {
     /// Safe to repeat after an error whose outcome is unknown: each statement only changes rows this daemon still
     /// holds in the state it left them, and a token report is an upsert.
     package func record(_ results: Results) async throws -> Int {
+        do {
+            return try await record(results, tokensKeyedByToken: false)
+        } catch  where !results.invalidTokens.isEmpty && InvalidTokenUpsert.isOldKeyConflict(error) {
+            // Before `migrate --contract`: a token of another app's report (nothing was written; see InvalidTokenUpsert).
+            return try await record(results, tokensKeyedByToken: true)
+        }
+    }
+
+    private func record(_ results: Results, tokensKeyedByToken: Bool) async throws -> Int {
         var statements: [PostgresQuery] = []
         if !results.sent.isEmpty { statements.append(sentStatement(results.sent)) }
         if !results.failed.isEmpty { statements.append(Self.failedStatement(results.failed)) }
-        if !results.invalidTokens.isEmpty { statements.append(Self.invalidTokensStatement(results.invalidTokens)) }
+        if !results.invalidTokens.isEmpty {
+            statements.append(InvalidTokenUpsert.statement(results.invalidTokens, keyedByToken: tokensKeyedByToken))
+        }
         if !results.released.isEmpty { statements.append(releaseStatement(results.released)) }
         // Last: its rows are the answer.
         if !results.deferred.isEmpty { statements.append(postponeStatement(results.deferred, limit: retryLimit)) }

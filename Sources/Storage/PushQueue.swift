@@ -337,22 +337,11 @@ package struct PushQueue: Sendable {
     /// Records tokens APNs called invalid (the newest report wins and is processed again).
     package func recordInvalidTokens(_ tokens: [InvalidToken]) async throws {
         guard !tokens.isEmpty else { return }
-        _ = try await run(Self.invalidTokensStatement(tokens))
-    }
-
-    static func invalidTokensStatement(_ tokens: [InvalidToken]) -> PostgresQuery {
-        // Apple's time as text ('' for none: then the database's clock, now(), not the daemon's).
-        let times = tokens.map { $0.reportedAt.map { Date.ISO8601FormatStyle(includingFractionalSeconds: true).format($0) } ?? "" }
-        return """
-            INSERT INTO invalid_tokens (app, device_token, reported_at, source)
-            SELECT DISTINCT ON (lower(t)) a, lower(t), coalesce(nullif(r, '')::timestamptz, now()), s
-            FROM unnest(\(tokens.map(\.app))::text[], \(tokens.map(\.token))::text[], \(times)::text[], \(tokens.map(\.source))::text[])
-                AS i(a, t, r, s)
-            ORDER BY lower(t), 3 DESC
-            ON CONFLICT (device_token) DO UPDATE SET app = EXCLUDED.app,
-                reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),
-                source = EXCLUDED.source, processed_at = NULL
-            """
+        do {
+            _ = try await run(InvalidTokenUpsert.statement(tokens, keyedByToken: false))
+        } catch  where InvalidTokenUpsert.isOldKeyConflict(error) {
+            _ = try await run(InvalidTokenUpsert.statement(tokens, keyedByToken: true))
+        }
     }
 }
 

@@ -165,9 +165,9 @@ package struct QueueAdmin: Sendable {
         )
         result.invalidTokens = try await deleteInBatches(
             settings.invalidTokens,
-            "SELECT device_token FROM invalid_tokens WHERE processed_at < now() - make_interval(secs => $1) LIMIT $2",
+            "SELECT app, device_token FROM invalid_tokens WHERE processed_at < now() - make_interval(secs => $1) LIMIT $2",
             table: "invalid_tokens",
-            key: "device_token"
+            key: "(app, device_token)"
         )
         return result
     }

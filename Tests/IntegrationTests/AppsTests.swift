@@ -161,10 +161,10 @@ import Testing
         #expect(added)
     }
 
-    /// A key sees and sends only within its app: a token registered in one app is refused to another (409, nothing
-    /// written: a token belongs to one app while the release before apps may still run on the schema), another app's
-    /// device is 404, `all` reaches only its app's devices (the chat users belong to the default app), a topic must be
-    /// its app's bundle id, and a disabled app's key is refused with nothing written.
+    /// A key sees and sends only within its app: the same token registered in another app is another device (the
+    /// first app's stays as it was), another app's device is 404, `all` reaches only its app's devices (the chat users
+    /// belong to the default app), a topic must be its app's bundle id, and a disabled app's key is refused with
+    /// nothing written.
     @Test func aKeySeesAndSendsOnlyWithinItsApp() async throws {
         try await APIHarness.run { api in
             try await Self.addApp(api.url, "beta", bundleID: "com.example.Beta")
@@ -182,17 +182,20 @@ import Testing
                 )
                 #expect(registered.status == 201)
             }
-            let beforeTaken = try await ProviderAPITests.snapshot(api)
-            let taken = try await ProviderAPITests.call(
+            let mainDevice = "SELECT string_agg(user_ref || '/' || registered_by, ',') FROM devices WHERE app = 'default'"
+            let mainBefore = try await TestDatabase.scalar(api.url, PostgresQuery(unsafeSQL: mainDevice), as: String.self)
+            let second = try await ProviderAPITests.call(
                 api,
                 .post,
                 "/v1/devices",
                 key: beta,
                 #"{"token": "\#(shared)", "user": "mallory"}"#
             )
-            #expect(taken.status == 409 && taken.json["field"] as? String == "token", "\(taken.json)")
-            #expect((taken.json["reason"] as? String)?.contains("registered in another app") == true)
-            #expect(try await ProviderAPITests.snapshot(api) == beforeTaken, "the other app's device is untouched")
+            #expect(second.status == 201, "the same token in another app is another device: \(second.json)")
+            #expect(
+                try await TestDatabase.scalar(api.url, PostgresQuery(unsafeSQL: mainDevice), as: String.self) == mainBefore,
+                "the first app's device is untouched"
+            )
             let again = try await ProviderAPITests.call(api, .post, "/v1/devices", key: main, #"{"token": "\#(shared)", "user": "alice"}"#)
             #expect(again.status == 200, "its own app registers it again")
             #expect(
@@ -205,7 +208,7 @@ import Testing
                 )
                 .status == 201
             )
-            #expect(try await api.count("devices") == 3)
+            #expect(try await api.count("devices") == 4)
             let listed = try await ProviderAPITests.call(api, .get, "/v1/devices?user=bob", key: beta)
             #expect((listed.json["devices"] as? [Any])?.isEmpty == true, "another app's user has no devices here")
             let foreign = try await ProviderAPITests.call(api, .delete, "/v1/devices/\(ProviderAPITests.token(0x02))", key: beta)
@@ -228,7 +231,7 @@ import Testing
                 #"{"to": {"all": true}, "aps": {"alert": "beta"}}"#
             )
             #expect(toAll.status == 202, "\(toAll.json)")
-            #expect(toAll.json["recipients"] as? Int == 1, "beta's one device, not the default app's devices or chat users")
+            #expect(toAll.json["recipients"] as? Int == 2, "beta's two devices, not the default app's devices or chat users")
             let mainAll = try await ProviderAPITests.call(
                 api,
                 .post,
@@ -242,7 +245,7 @@ import Testing
                 "SELECT string_agg(app || ':' || right(device_token, 2), ',' ORDER BY app, device_token) FROM push_queue",
                 as: String.self
             )
-            #expect(rows == "beta:04,default:01,default:02,default:03")
+            #expect(rows == "beta:01,beta:04,default:01,default:02,default:03")
             let id = try #require(mainAll.json["id"] as? String)
             #expect(try await ProviderAPITests.call(api, .get, "/v1/notifications/\(id)", key: beta).status == 404)
             let wrongTopic = try await ProviderAPITests.call(
@@ -293,6 +296,8 @@ import Testing
                 for statement: PostgresQuery in [
                     "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES ('default', \(token), 'k', now() - interval '1 day')",
                     "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES ('beta', \(betaToken), 'k', now() - interval '1 day')",
+                    // The same token in beta too: another device (the keys are (app, device_token) on a new database).
+                    "INSERT INTO devices (app, device_token, registered_by, updated_at) VALUES ('beta', \(token), 'k', now() - interval '1 day')",
                     """
                     INSERT INTO active_users (udid, device_token, nickname, secret_code, token_updated_at)
                     VALUES (\(String(repeating: "d", count: 40)), \(token), 'chat', 'room', now() - interval '1 day')
@@ -311,16 +316,19 @@ import Testing
                 group.addTask { await client.run() }
                 let store = FeedbackStore(client: client, logger: TestDatabase.logger)
                 try await store.client.query(
-                    PushQueue.invalidTokensStatement([
-                        PushQueue.InvalidToken(token: token, reportedAt: nil, source: "http2 410 Unregistered", app: "beta"),
-                        PushQueue.InvalidToken(token: betaToken, reportedAt: nil, source: "http2 410 Unregistered", app: "beta"),
-                    ]),
+                    InvalidTokenUpsert.statement(
+                        [
+                            PushQueue.InvalidToken(token: token, reportedAt: nil, source: "http2 410 Unregistered", app: "beta"),
+                            PushQueue.InvalidToken(token: betaToken, reportedAt: nil, source: "http2 410 Unregistered", app: "beta"),
+                        ],
+                        keyedByToken: false
+                    ),
                     logger: TestDatabase.logger
                 )
                 let pending = try await store.pendingReports()
-                #expect(pending.apps == ["beta", "beta"] && pending.wouldDelete == 1)
+                #expect(pending.apps == ["beta", "beta"] && pending.wouldDelete == 2)
                 let applied = try await store.applyInvalidTokens(pending)
-                #expect(applied.daemon.deleted == 1)
+                #expect(applied.daemon.deleted == 2)
                 group.cancelAll()
             }
             let left = try await TestDatabase.scalar(
@@ -328,7 +336,7 @@ import Testing
                 "SELECT string_agg(app, ',' ORDER BY app) || '|' || (SELECT count(*) FROM active_users) FROM devices",
                 as: String.self
             )
-            #expect(left == "default|1", "beta's device went; the default app's device and chat user stay")
+            #expect(left == "default|1", "beta's devices went; the default app's device with the same token and the chat user stay")
         }
     }
 

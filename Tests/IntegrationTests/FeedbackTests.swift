@@ -281,7 +281,7 @@ import Testing
                             """
                             INSERT INTO invalid_tokens (device_token, reported_at, source)
                             VALUES (\(PushHarness.token(n)), now() - \(ago)::interval, 'http2 410 Unregistered')
-                            ON CONFLICT (device_token) DO UPDATE SET reported_at = EXCLUDED.reported_at, processed_at = NULL
+                            ON CONFLICT (app, device_token) DO UPDATE SET reported_at = EXCLUDED.reported_at, processed_at = NULL
                             """,
                             logger: TestDatabase.logger
                         )

@@ -65,7 +65,7 @@ import Testing
                     try await connection.query(statement, logger: TestDatabase.logger)
                 }
                 let applied = try await Migrator(connection: connection, migrations: all, logger: TestDatabase.logger).migrate()
-                #expect(applied.map(\.version) == all.filter { $0.version > 8 }.map(\.version))
+                #expect(applied.map(\.version) == all.filter { $0.version > 8 && !$0.isContract }.map(\.version))
                 // The release before apps still runs on the expanded schema (guide §16): its statements that name the
                 // token keys of devices and invalid_tokens work as before.
                 for statement: PostgresQuery in [
@@ -100,6 +100,90 @@ import Testing
                 }
                 #expect(Set(harness.acceptedCounts.keys) == [1, 2, 3], "the rows queued before the upgrade went out")
             }
+        }
+    }
+
+    /// The same token in two apps is two devices once `migrate --contract` moved the keys of devices and invalid-token
+    /// reports to (app, device_token). Before it (the release before apps may still run on the schema) this release
+    /// refuses the token in a second app with nothing written, and a report of a token another app's report holds
+    /// takes it over, as that release did. A release from before the contract migration then does not fit.
+    @Test func theSameTokenInTwoAppsWaitsForTheContractMigration() async throws {
+        try await TestDatabase.withEmptyDatabase { url in
+            let all = try Migration.load(from: TestDatabase.migrationsDirectory)
+            let contract = all.filter(\.isContract)
+            #expect(!contract.isEmpty)
+            let token = String(repeating: "ab", count: 32)
+            let report = { (app: String) in
+                PushQueue.InvalidToken(token: token, reportedAt: nil, source: "http2 410 Unregistered", app: app)
+            }
+            let beta = ProviderStore.Key(name: "beta-key", app: "beta", requestsPerMinute: 0, recipientsPerMinute: 0)
+            try await TestDatabase.withConnection(url) { connection in
+                _ = try await Migrator(connection: connection, migrations: all.filter { $0.version <= 8 }, logger: TestDatabase.logger)
+                    .migrate()
+                try await connection.query(
+                    "INSERT INTO devices (device_token, registered_by) VALUES (\(token), 'old')",
+                    logger: TestDatabase.logger
+                )
+                let migrator = Migrator(connection: connection, migrations: all, logger: TestDatabase.logger)
+                let applied = try await migrator.migrate()
+                #expect(applied.map(\.version) == all.filter { $0.version > 8 && !$0.isContract }.map(\.version))
+                #expect(Migrator.Fit(try await migrator.status()) == .fits, "a pending contract migration holds no release back")
+                try await connection.query(
+                    """
+                    INSERT INTO apps (name, bundle_id, environment, transport, certificate)
+                    VALUES ('beta', 'com.example.Beta', 'sandbox', 'binary', '/nonexistent/beta.pem')
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            try await Self.withStores(url) { store, queue in
+                let refused = try await store.register(token: token, user: "mallory", clientInfo: nil, key: beta)
+                #expect(refused == nil, "before the contract migration a token belongs to one app")
+                try await queue.recordInvalidTokens([report("default")])
+                try await queue.recordInvalidTokens([report("beta")])
+            }
+            let before = try await TestDatabase.scalar(
+                url,
+                "SELECT (SELECT string_agg(app || '/' || registered_by, ',') FROM devices) || '|' || (SELECT string_agg(app, ',') FROM invalid_tokens)",
+                as: String.self
+            )
+            #expect(before == "default/old|beta", "the device untouched; beta's report took the token's report over")
+            try await TestDatabase.withConnection(url) { connection in
+                let migrator = Migrator(connection: connection, migrations: all, logger: TestDatabase.logger)
+                let applied = try await migrator.migrate(contract: true)
+                #expect(applied.map(\.version) == contract.map(\.version))
+                let older = Migrator(connection: connection, migrations: all.filter { !$0.isContract }, logger: TestDatabase.logger)
+                let fit = Migrator.Fit(try await older.status())
+                #expect(fit == .removed(contract.map(\.fileName)), "a release from before it does not fit")
+            }
+            try await Self.withStores(url) { store, queue in
+                let registered = try await store.register(token: token, user: "mallory", clientInfo: nil, key: beta)
+                #expect(registered?.created == true, "the token in beta is a device of its own")
+                try await queue.recordInvalidTokens([report("default"), report("beta")])
+            }
+            let after = try await TestDatabase.scalar(
+                url,
+                """
+                SELECT (SELECT string_agg(app || '/' || registered_by, ',' ORDER BY app) FROM devices) || '|'
+                    || (SELECT string_agg(app, ',' ORDER BY app) FROM invalid_tokens)
+                """,
+                as: String.self
+            )
+            #expect(after == "beta/beta-key,default/old|beta,default")
+        }
+    }
+
+    /// A provider store and a push queue on `url`, for as long as `body` runs.
+    static func withStores(_ url: DatabaseURL, _ body: (ProviderStore, PushQueue) async throws -> Void) async throws {
+        let database = DatabaseClient(url: url, applicationName: "pushchat-tests", keepOpen: false, logger: TestDatabase.logger)
+        let client = Database.makeClient(url: url, applicationName: "pushchat-tests", keepOpen: false, logger: TestDatabase.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await database.run() }
+            group.addTask { await client.run() }
+            try await database.waitForPool()
+            let queue = PushQueue(client: client, instance: "test:1", lease: .seconds(30), logger: TestDatabase.logger)
+            try await body(ProviderStore(database: database, logger: TestDatabase.logger), queue)
+            group.cancelAll()
         }
     }
 

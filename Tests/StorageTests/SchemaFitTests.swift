@@ -5,13 +5,14 @@ import Testing
 
 /// `migrate --check`: whether a release and a schema go together, from the migration statuses alone.
 @Suite struct SchemaFitTests {
-    static func status(_ version: Int, applied: Bool, file: Bool = true) -> Migrator.Status {
+    static func status(_ version: Int, applied: Bool, file: Bool = true, contract: Bool = false) -> Migrator.Status {
         Migrator.Status(
             version: version,
             fileName: "00\(version)_m.sql",
             appliedAt: applied ? Date(timeIntervalSince1970: 0) : nil,
             modified: false,
-            hasFile: file
+            hasFile: file,
+            contract: contract
         )
     }
 
@@ -28,5 +29,21 @@ import Testing
         let statuses = [Self.status(1, applied: true), Self.status(2, applied: false), Self.status(3, applied: true, file: false)]
         #expect(Migrator.Fit(statuses) == .behind(["002_m.sql"]))
         #expect(Migrator.Fit([]) == .fits)
+    }
+
+    /// A contract migration waits for `migrate --contract`: pending, it holds no release back; applied by a newer
+    /// release, it removed what older ones use.
+    @Test func contractMigrationsWaitAndThenShutOlderReleasesOut() {
+        let pending = [Self.status(1, applied: true), Self.status(2, applied: false, contract: true)]
+        #expect(Migrator.Fit(pending) == .fits)
+        let newer = [
+            Self.status(1, applied: true), Self.status(2, applied: true, file: false, contract: true),
+            Self.status(3, applied: true, file: false),
+        ]
+        #expect(Migrator.Fit(newer) == .removed(["002_m.sql"]))
+        #expect(
+            Migrator.Fit([Self.status(1, applied: false), Self.status(2, applied: true, file: false, contract: true)])
+                == .behind(["001_m.sql"])
+        )
     }
 }

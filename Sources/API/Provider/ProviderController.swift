@@ -148,7 +148,12 @@ struct ProviderController: Sendable {
             )
         }
         guard let (device, created) = registered else {
-            throw ProviderError(.conflict, .conflict, "this token is registered in another app", field: "token")
+            throw ProviderError(
+                .conflict,
+                .conflict,
+                "this token is registered in another app (one app per token until the operator runs migrate --contract)",
+                field: "token"
+            )
         }
         return Self.json(created ? .created : .ok, DeviceJSON(device))
     }
