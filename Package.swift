@@ -11,6 +11,7 @@ let swiftSettings: [SwiftSetting] = [
 // Products of the packages below, by the name the targets use.
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
 let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
+let cryptoExtras = Target.Dependency.product(name: "_CryptoExtras", package: "swift-crypto")
 let hummingbird = Target.Dependency.product(name: "Hummingbird", package: "hummingbird")
 let hummingbirdTLS = Target.Dependency.product(name: "HummingbirdTLS", package: "hummingbird")
 let hummingbirdCore = Target.Dependency.product(name: "HummingbirdCore", package: "hummingbird")
@@ -87,6 +88,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Firebase Cloud Messaging's protocol values (service accounts, OAuth assertions, messages, answers): no I/O.
+        .target(name: "FCM", dependencies: ["Support", crypto, cryptoExtras], swiftSettings: swiftSettings),
         .target(
             name: "APNsTransport",
             dependencies: [
@@ -187,6 +190,7 @@ let package = Package(
             dependencies: ["APNs", "APNsTransport", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, crypto],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "Support", cryptoExtras], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Settings", postgres], swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",

@@ -1,6 +1,7 @@
 import Crypto
 package import Foundation
 import NIOConcurrencyHelpers
+import Support
 
 /// Checks provider tokens as APNs does (the simulator's side).
 package struct ProviderTokenVerifier: Sendable {

@@ -1,6 +1,4 @@
-import Crypto
 import Foundation
-import NIOConcurrencyHelpers
 
 /// base64url without padding (RFC 7515).
 package enum Base64URL {
