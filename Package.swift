@@ -35,6 +35,7 @@ let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-p
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
 let nioFoundationCompat = Target.Dependency.product(name: "NIOFoundationCompat", package: "swift-nio")
+let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
 
 let package = Package(
     name: "pushchat-server",
@@ -62,6 +63,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // Libraries, lowest first (docs/ARCHITECTURE.md says what each may import).
@@ -116,9 +118,9 @@ let package = Package(
         .target(
             name: "Push",
             dependencies: [
-                "Support", "Settings", "Observability", "HTTPServing", "APNs", "APNsTransport", "Storage",
+                "Support", "Settings", "Observability", "HTTPServing", "APNs", "APNsTransport", "Storage", "FCM",
                 hummingbird, postgres, serviceLifecycle, logging, metrics, coreMetrics, nioCore, nioPosix, nioSSL, nioHTTP2, nioHPACK,
-                nioConcurrencyHelpers,
+                nioConcurrencyHelpers, nioHTTP1, asyncHTTPClient,
             ],
             swiftSettings: swiftSettings
         ),
@@ -132,8 +134,8 @@ let package = Package(
         .target(
             name: "Simulator",
             dependencies: [
-                "Support", "Settings", "APNs", "APNsTransport", hummingbird, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, crypto,
-                serviceLifecycle,
+                "Support", "Settings", "APNs", "APNsTransport", "FCM", hummingbird, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK,
+                crypto, cryptoExtras, serviceLifecycle,
                 logging, nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
@@ -214,7 +216,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "API", "APIServer", "Simulator", "Push",
-                "Feedback",
+                "Feedback", "FCM", cryptoExtras,
                 .product(name: "HummingbirdTesting", package: "hummingbird"), hummingbird, httpTypes, logging, serviceLifecycle,
                 nioConcurrencyHelpers, postgres, nioCore, nioFoundationCompat, nioPosix, nioSSL, nioHTTP2,
             ],

@@ -14,6 +14,8 @@ package struct HTTP2StreamStateMachine {
         var deadline: NIODeadline
         var status = 0
         var body: [UInt8] = []
+        /// The answer's `retry-after` header (FCM's 429 and 503).
+        var retryAfter: String?
     }
 
     /// The highest stream id the connection may use (client streams are odd, at most 2^31 − 1). Past it, the
@@ -86,8 +88,9 @@ package struct HTTP2StreamStateMachine {
     package mutating func read(now: NIODeadline) { lastRead = now }
 
     /// A stream's HEADERS: its status; the answer when the stream ended with them.
-    package mutating func headers(_ streamID: HTTP2StreamID, status: Int?, endStream: Bool) -> HTTP2Answer? {
+    package mutating func headers(_ streamID: HTTP2StreamID, status: Int?, retryAfter: String? = nil, endStream: Bool) -> HTTP2Answer? {
         if let status { streams[streamID]?.status = status }
+        if let retryAfter { streams[streamID]?.retryAfter = retryAfter }
         return endStream ? complete(streamID) : nil
     }
 
@@ -106,7 +109,10 @@ package struct HTTP2StreamStateMachine {
 
     private mutating func complete(_ streamID: HTTP2StreamID) -> HTTP2Answer? {
         guard let stream = streams.removeValue(forKey: streamID) else { return nil }
-        return HTTP2Answer(request: stream.request, result: HTTP2Result(status: stream.status, body: stream.body))
+        var answer = HTTP2Answer(request: stream.request, result: HTTP2Result(status: stream.status, body: stream.body))
+        answer.body = stream.body
+        answer.retryAfter = stream.retryAfter
+        return answer
     }
 
     /// RST_STREAM from the server, or a stream error NIOHTTP2 raised: the request, to send again.

@@ -90,7 +90,10 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
         switch frame.payload {
         case .headers(let headers):
             let status = headers.headers.first(name: ":status").flatMap(Int.init)
-            if let answer = state.headers(frame.streamID, status: status, endStream: headers.endStream) { answered(answer) }
+            let retryAfter = status == 200 ? nil : headers.headers.first(name: "retry-after")
+            if let answer = state.headers(frame.streamID, status: status, retryAfter: retryAfter, endStream: headers.endStream) {
+                answered(answer)
+            }
         case .data(let data):
             let bytes: ByteBufferView
             if case .byteBuffer(let buffer) = data.data { bytes = buffer.readableBytesView } else { bytes = ByteBuffer().readableBytesView }

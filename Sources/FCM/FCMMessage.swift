@@ -1,3 +1,4 @@
+import Foundation
 package import Support
 
 /// One FCM HTTP v1 `messages:send` request body: `{"message": {"token", "notification", "data", "android"}}`.
@@ -53,5 +54,17 @@ package struct FCMMessage: Sendable, Equatable {
         var text = ""
         JSON.object([JSON.Member("message", .object(members))]).write(to: &text)
         return text
+    }
+}
+
+extension FCMMessage {
+    /// The request body for a queued row: its payload is the message object without the token (`{"notification":…,
+    /// "data":…, "android":…}`), so the token goes in front; nil when the payload is no JSON object.
+    package static func body(token: String, payload: String) -> String? {
+        let trimmed = payload.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard trimmed.hasPrefix("{"), trimmed.hasSuffix("}") else { return nil }
+        let inner = trimmed.dropFirst().dropLast().trimmingCharacters(in: .whitespacesAndNewlines)
+        let head = #"{"message":{"token":"# + JSONText.quoted(token)
+        return inner.isEmpty ? head + "}}" : head + "," + inner + "}}"
     }
 }

@@ -1,6 +1,6 @@
 package import Foundation
 import Support
-import _CryptoExtras
+package import _CryptoExtras
 
 /// A Google service account, from the JSON key file the Firebase console gives (`fcm_service_account_file`): the
 /// project the messages go to, the account's e-mail and RSA private key, and the OAuth 2.0 token URI, used as
@@ -13,6 +13,9 @@ package struct ServiceAccount: Sendable {
     package let privateKeyID: String?
     package let tokenURI: URL
     let privateKey: _RSA.Signing.PrivateKey
+
+    /// The public half of the account's key (the simulator's token endpoint verifies assertions with it).
+    package var publicKey: _RSA.Signing.PublicKey { privateKey.publicKey }
 
     /// The largest file read (a real one is about 2.3 kB).
     static let maximumFileSize = 64 * 1024

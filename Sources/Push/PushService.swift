@@ -1,5 +1,6 @@
 import APNs
 import APNsTransport
+import AsyncHTTPClient
 import CoreMetrics
 import Foundation
 package import Logging
@@ -24,6 +25,8 @@ import Support
 package final class PushService: Service, Sendable {
     let configuration: Configuration
     let transport: PushTransport
+    /// The default app's Android sender, when `fcm_service_account_file` is set.
+    let fcm: FCMTransport?
     let database: DatabaseClient
     let logger: Logger
     let instance: String
@@ -35,6 +38,7 @@ package final class PushService: Service, Sendable {
     package init(
         configuration: Configuration,
         transport: PushTransport,
+        fcm: FCMTransport? = nil,
         database: DatabaseClient,
         logger: Logger,
         instance: String? = nil,
@@ -43,6 +47,7 @@ package final class PushService: Service, Sendable {
     ) {
         self.configuration = configuration
         self.transport = transport
+        self.fcm = fcm
         self.database = database
         self.logger = logger
         self.instance = instance ?? "\(ProcessInfo.processInfo.hostName):\(getpid())"
@@ -55,6 +60,7 @@ package final class PushService: Service, Sendable {
     package static func services(
         configuration: Configuration,
         transport: PushTransport,
+        fcm: FCMTransport? = nil,
         logger: Logger,
         instance: String? = nil,
         metrics: MetricsRegistry = MetricsRegistry(),
@@ -64,6 +70,7 @@ package final class PushService: Service, Sendable {
         let service = PushService(
             configuration: configuration,
             transport: transport,
+            fcm: fcm,
             database: database,
             logger: logger,
             instance: instance,
@@ -160,6 +167,13 @@ package final class PushService: Service, Sendable {
                 let worker = Self.worker(transport, context: context, index: index, logger: logger, demand: demand)
                 workers.addTask { await worker() }
             }
+            // The default app's Android sender, on its own connection while it has rows.
+            if let fcm {
+                var logger = self.logger
+                logger[metadataKey: "push.platform"] = "fcm"
+                let context = context.forApp(App.defaultName, platform: .fcm, shutdown: context.shutdown)
+                workers.addTask { await Self.fcmWorker(fcm, context: context, logger: logger)() }
+            }
             // The other apps' senders, each on its own connection while it has rows.
             let apps = AppSenders(configuration: configuration, context: context, catalog: AppCatalog(database: database, logger: logger))
             workers.addTask { await apps.run() }
@@ -187,6 +201,20 @@ package final class PushService: Service, Sendable {
             var driver = SenderDriver(context: context, destination: destination, index: index, logger: logger, demand: demand)
             driver.onDemand = onDemand
             return { [driver] in await driver.run() }
+        }
+    }
+
+    /// One FCM sender: its connection opens while its queue has rows; its access tokens are fetched with a client of
+    /// its own, shut down when the sender stops.
+    static func fcmWorker(_ fcm: FCMTransport, context: WorkerContext, logger: Logger) -> @Sendable () async -> Void {
+        {
+            let client = fcm.makeTokenClient()
+            let tokens = AccessTokens(account: fcm.account, client: client, logger: logger)
+            let destination = FCMDestination(connector: fcm.connector, account: fcm.account, tokens: tokens, settings: context.settings)
+            var driver = SenderDriver(context: context, destination: destination, index: 1, logger: logger)
+            driver.onDemand = true
+            await driver.run()
+            try? await client.shutdown()
         }
     }
 

@@ -19,7 +19,8 @@ struct PushCommand: AsyncParsableCommand {
         try await ProcessFailure.report(program: "pushchat-push") {
             let (configuration, logger) = try options.start(process: "push", label: "pushchat-push")
             let transport = try PushTransport.load(configuration)
-            let services = PushService.services(configuration: configuration, transport: transport, logger: logger)
+            let fcm = try FCMTransport.load(configuration)
+            let services = PushService.services(configuration: configuration, transport: transport, fcm: fcm, logger: logger)
             var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             // Whatever the database does, the daemon is gone well within systemd's TimeoutStopSec: what it could not
             // record returns to the queue when its leases run out.

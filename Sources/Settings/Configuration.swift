@@ -32,6 +32,8 @@ package struct Configuration: Sendable {
     package var limits = APILimits()
     /// How to reach APNs (or the simulator).
     package var apns: APNsSettings
+    /// How to reach FCM (or the simulator's Google side) for the default app's Android devices.
+    package var fcm = FCMSettings()
     /// How the push daemon drains the queue.
     package var push = PushSettings()
     /// The test pages and the API's metrics listener.
@@ -111,6 +113,7 @@ package struct Configuration: Sendable {
             migrationsDirectory = directory
         }
         apns = try APNsSettings(source: source)
+        fcm = try FCMSettings(source: source)
         push = try PushSettings(source: source)
         if source.value(.apnsConnections) == nil && apns.transport == .http2 {
             // Over HTTP/2 the setting is the most connections, opened only while needed.

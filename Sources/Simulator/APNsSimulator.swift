@@ -19,6 +19,8 @@ package final class APNsSimulator: Service, Sendable {
         package let feedback: Int
         package let http2: Int
         package let status: Int?
+        /// The Google side (FCM and the OAuth token endpoint), when configured.
+        package var fcm: Int? = nil
     }
 
     package let state: SimulatorState
@@ -27,6 +29,8 @@ package final class APNsSimulator: Service, Sendable {
     let tlsContext: NIOSSLContext
     let http2TLSContext: NIOSSLContext
     let http2Faults: HTTP2FaultState
+    /// The access tokens the Google side issued, and its faults.
+    package let fcmAuth: FCMAuthState
     let group: any EventLoopGroup
     let ownsGroup: Bool
 
@@ -49,6 +53,7 @@ package final class APNsSimulator: Service, Sendable {
         self.tlsContext = try Self.serverContext(configuration)
         self.http2TLSContext = try Self.serverContext(configuration, http2: true)
         self.http2Faults = HTTP2FaultState(configuration.http2)
+        self.fcmAuth = FCMAuthState(configuration.fcm)
     }
 
     /// TLS that requires a client certificate signed by the configured CA, as Apple's gateway does.
@@ -125,19 +130,46 @@ package final class APNsSimulator: Service, Sendable {
             try? await feedback.close()
             throw error
         }
+        var fcm: (any Channel)?
+        if let fcmPort = configuration.fcmPort {
+            do {
+                fcm = try await bind(port: fcmPort) { [state, logger, http2TLSContext, fcmAuth, configuration] channel in
+                    guard let connection = state.connectionOpened() else { return channel.close() }
+                    return channel.eventLoop.makeCompletedFuture {
+                        let settings = [
+                            HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.http2.maxConcurrentStreams),
+                            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                        ]
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: http2TLSContext))
+                        try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
+                        try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler(window: .init(target: 4 << 20)))
+                        try channel.pipeline.syncOperations.addHandler(
+                            FCMHandler(options: configuration.fcm, auth: fcmAuth, state: state, connection: connection, logger: logger)
+                        )
+                    }
+                }
+            } catch {
+                try? await gateway.close()
+                try? await feedback.close()
+                try? await http2.close()
+                throw error
+            }
+        }
         defer {
             gateway.close(promise: nil)
             feedback.close(promise: nil)
             http2.close(promise: nil)
+            fcm?.close(promise: nil)
         }
         let gatewayPort = gateway.localAddress?.port ?? 0
         let feedbackPort = feedback.localAddress?.port ?? 0
         let http2Port = http2.localAddress?.port ?? 0
+        let fcmPort = fcm?.localAddress?.port
         guard let statusPort = configuration.statusPort else {
-            return try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, http2: http2Port, status: nil))
+            return try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, http2: http2Port, status: nil, fcm: fcmPort))
         }
         return try await StatusPage.withRunning(host: configuration.host, port: statusPort, state: state, logger: logger) { port in
-            try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, http2: http2Port, status: port))
+            try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, http2: http2Port, status: port, fcm: fcmPort))
         }
     }
 
@@ -145,8 +177,9 @@ package final class APNsSimulator: Service, Sendable {
     package func run() async throws {
         try await withRunning { ports in
             let status = ports.status.map { ", status page http://\(configuration.host):\($0)/" } ?? ""
+            let fcm = ports.fcm.map { ", FCM and its token endpoint \($0)" } ?? ""
             logger.info(
-                "APNs simulator listening on \(configuration.host): gateway \(ports.gateway), feedback \(ports.feedback), HTTP/2 \(ports.http2)\(status)"
+                "APNs simulator listening on \(configuration.host): gateway \(ports.gateway), feedback \(ports.feedback), HTTP/2 \(ports.http2)\(fcm)\(status)"
             )
             try? await gracefulShutdown()
             logger.info("APNs simulator stopping")

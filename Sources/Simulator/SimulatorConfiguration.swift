@@ -1,7 +1,9 @@
 package import APNs
+package import FCM
 import Foundation
 import Settings
 import Support
+import _CryptoExtras
 
 /// Everything the APNs simulator needs to start: where to listen, its TLS identity and trusted client CA, which
 /// tokens Apple would call unregistered, what the feedback service reports, and the faults to inject.
@@ -16,6 +18,11 @@ package struct SimulatorConfiguration: Sendable {
     package var http2Port = 2197
     /// What the HTTP/2 listener checks, and its faults.
     package var http2 = HTTP2Options()
+    /// The Google side's port (FCM's HTTP v1 API and the OAuth token endpoint, one TLS listener); 0 picks a free port,
+    /// `nil` (the default) leaves it off.
+    package var fcmPort: Int?
+    /// What the Google side checks, and its faults.
+    package var fcm = FCMOptions()
     /// The read-only HTTP status page's port; 0 picks a free port, `nil` disables it.
     package var statusPort: Int? = 8095
 
@@ -115,5 +122,38 @@ package struct SimulatorConfiguration: Sendable {
         package var otherEnvironment = false
 
         package init() {}
+    }
+
+    /// The Google side: the service accounts whose assertions it takes, and what it answers.
+    package struct FCMOptions: Sendable {
+        /// The service accounts it knows (their public keys verify the assertions; their projects take messages).
+        package var accounts: [FCMAccount] = []
+        /// Registration tokens answered 404 UNREGISTERED.
+        package var unregisteredTokens: Set<String> = []
+        /// Registration tokens answered 403 SENDER_ID_MISMATCH (registered for another project).
+        package var senderMismatchTokens: Set<String> = []
+        /// The first N messages get 429 QUOTA_EXCEEDED with `Retry-After: 1`.
+        package var quotaExceededRequests = 0
+        /// The next N messages (after the quota faults) get 503 UNAVAILABLE.
+        package var unavailableRequests = 0
+        /// Seconds an access token it issues is good for (Google: 3599).
+        package var accessTokenLifetime = 3599
+
+        package init() {}
+    }
+
+    /// A service account the Google side knows, from its key file (the simulator uses the public half).
+    package struct FCMAccount: Sendable {
+        package let projectID: String
+        package let clientEmail: String
+        package let tokenURI: String
+        let publicKey: _RSA.Signing.PublicKey
+
+        package init(_ account: ServiceAccount) {
+            projectID = account.projectID
+            clientEmail = account.clientEmail
+            tokenURI = account.tokenURI.absoluteString
+            publicKey = account.publicKey
+        }
     }
 }

@@ -10,14 +10,18 @@ package enum InvalidTokenUpsert {
     package static func statement(_ tokens: [PushQueue.InvalidToken], keyedByToken: Bool) -> PostgresQuery {
         // Apple's time as text ('' for none: then the database's clock, now(), not the daemon's).
         let times = tokens.map { $0.reportedAt.map { Date.ISO8601FormatStyle(includingFractionalSeconds: true).format($0) } ?? "" }
-        let distinct = keyedByToken ? "lower(t)" : "a, lower(t)"
+        let distinct = keyedByToken ? "t" : "a, t"
         let conflict =
             keyedByToken ? "(device_token) DO UPDATE SET app = EXCLUDED.app," : "(app, device_token) DO UPDATE SET"
+        // APNs tokens in lower-case hex; an FCM token is case-sensitive and kept as FCM gave it.
         return """
             INSERT INTO invalid_tokens (app, device_token, reported_at, source)
-            SELECT DISTINCT ON (\(unescaped: distinct)) a, lower(t), coalesce(nullif(r, '')::timestamptz, now()), s
-            FROM unnest(\(tokens.map(\.app))::text[], \(tokens.map(\.token))::text[], \(times)::text[], \(tokens.map(\.source))::text[])
-                AS i(a, t, r, s)
+            SELECT DISTINCT ON (\(unescaped: distinct)) a, t, coalesce(nullif(r, '')::timestamptz, now()), s
+            FROM (
+                SELECT a, CASE WHEN t ~ '^[0-9A-Fa-f]+$' THEN lower(t) ELSE t END AS t, r, s
+                FROM unnest(\(tokens.map(\.app))::text[], \(tokens.map(\.token))::text[], \(times)::text[], \(tokens.map(\.source))::text[])
+                    AS i(a, t, r, s)
+            ) i
             ORDER BY \(unescaped: distinct), 3 DESC
             ON CONFLICT \(unescaped: conflict)
                 reported_at = greatest(invalid_tokens.reported_at, EXCLUDED.reported_at),

@@ -2,7 +2,7 @@ package import APNs
 package import Foundation
 package import Logging
 package import PostgresNIO
-import Settings
+package import Settings
 import Support
 import Synchronization
 
@@ -60,6 +60,8 @@ package struct PushQueue: Sendable {
     /// The app whose rows this queue claims (until the daemon keeps connections per app, the default app's: the
     /// configuration's credentials must never send another app's rows).
     package var app = App.defaultName
+    /// The platform whose rows it claims: each platform's sender has its own queue (its rows, its cursor).
+    package var platform = Platform.apns
     /// Where this daemon's next claim starts (shared by its connections).
     let cursor: CursorBox
 
@@ -106,11 +108,13 @@ package struct PushQueue: Sendable {
         }
     }
 
-    /// The same queue for `app`'s rows: its own claim cursor (one app's backlog never moves another's claims).
-    package func forApp(_ app: String) -> PushQueue {
+    /// The same queue for `app`'s rows on `platform`: its own claim cursor (one app's or platform's backlog never
+    /// moves another's claims).
+    package func forApp(_ app: String, platform: Platform = .apns) -> PushQueue {
         var queue = PushQueue(source: source, instance: instance, lease: lease, rescan: rescan, logger: logger)
         queue.retryLimit = retryLimit
         queue.app = app
+        queue.platform = platform
         return queue
     }
 
@@ -119,7 +123,7 @@ package struct PushQueue: Sendable {
         let rows = try await run(
             """
             SELECT EXISTS (SELECT 1 FROM push_queue
-                           WHERE app = \(app) AND time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL)
+                           WHERE app = \(app) AND platform = \(platform.rawValue) AND time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL)
             """
         )
         for exists in try rows.decode(Bool.self) { return exists }
@@ -158,7 +162,8 @@ package struct PushQueue: Sendable {
             SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
             WHERE q.ctid = ANY(ARRAY(
                 SELECT ctid FROM push_queue
-                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app) AND message_id > \(after)
+                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
+                    AND platform = \(platform.rawValue) AND message_id > \(after)
                 ORDER BY message_id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
             ))

@@ -17,11 +17,9 @@ struct HTTP2Destination: Destination {
     var interface: String { " (HTTP/2)" }
 
     func withLink<Result: Sendable>(_ body: (HTTP2Link) async -> Result) async throws -> Result {
-        let (channel, handler, events) = try await connector.connect()
-        let link = HTTP2Link(destination: self, channel: channel, handler: handler, events: events)
-        let result = await body(link)
-        await link.close()
-        return result
+        try await HTTP2Link.open(connector, drainTimeout: settings.requestTimeout + .seconds(1), body) { answer in
+            verdict(answer, for: answer.request.notification)
+        }
     }
 
     func encode(_ row: QueuedNotification, now: Date) -> Encoding<HTTP2Request> {
@@ -90,45 +88,4 @@ struct HTTP2Destination: Destination {
             )
         }
     }
-}
-
-/// One HTTP/2 connection: ``HTTP2ClientHandler`` writes the streams and reports their answers.
-struct HTTP2Link: DestinationLink {
-    let destination: HTTP2Destination
-    let channel: any Channel
-    let handler: NIOLoopBound<HTTP2ClientHandler>
-    let events: AsyncStream<HTTP2Event>
-
-    /// One stream until the server's SETTINGS say how many.
-    var initialWindow: Int { 1 }
-    var drainTimeout: Duration { destination.settings.requestTimeout + .seconds(1) }
-
-    func run(_ report: @escaping @Sendable (LinkEvent) -> Void) async {
-        var closed = false
-        for await event in events {
-            switch event {
-            case .answered(let answers):
-                report(.answered(answers.map { Answer($0.request.notification, destination.verdict($0, for: $0.request.notification)) }))
-            case .unanswered(let requests, let reason):
-                report(.unanswered(requests.map(\.notification), reason: reason))
-            case .timedOut(let requests, let timeout):
-                report(.timedOut(requests.map(\.notification), after: timeout))
-            case .maxStreams(let value):
-                report(.window(value))
-            case .goingAway:
-                report(.goingAway)
-            case .closed(let reason):
-                closed = true
-                report(.closed(reason, .dropped))
-            }
-        }
-        if !closed { report(.closed("the connection ended", .dropped)) }
-    }
-
-    func send(_ requests: [HTTP2Request]) async -> Bool {
-        let handler = self.handler
-        return (try? await handler.eventLoop.submit { handler.value.send(requests) }.get()) == true
-    }
-
-    func close() async { try? await channel.close() }
 }

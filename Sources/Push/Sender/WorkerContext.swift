@@ -19,11 +19,11 @@ struct WorkerContext: Sendable {
 
     /// The same context for one app's sender: its queue (its rows, its claim cursor) and its own stop, which the
     /// service also raises at graceful shutdown.
-    func forApp(_ app: String, shutdown: ShutdownFlag) -> WorkerContext {
+    func forApp(_ app: String, platform: Platform = .apns, shutdown: ShutdownFlag) -> WorkerContext {
         WorkerContext(
             settings: settings,
             pollInterval: pollInterval,
-            queue: queue.forApp(app),
+            queue: queue.forApp(app, platform: platform),
             outcomes: outcomes,
             held: held,
             signal: signal,

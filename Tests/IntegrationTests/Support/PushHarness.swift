@@ -159,7 +159,7 @@ struct PushHarness: Sendable {
         }
     }
 
-    private func withServices<T: Sendable>(_ services: [any Service], _ body: @Sendable () async throws -> T) async throws -> T {
+    func withServices<T: Sendable>(_ services: [any Service], _ body: @Sendable () async throws -> T) async throws -> T {
         let group = ServiceGroup(configuration: .init(services: services, logger: TestDatabase.logger))
         return try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }

@@ -1,0 +1,57 @@
+import APNsTransport
+import AsyncHTTPClient
+package import FCM
+import Logging
+package import NIOCore
+import NIOPosix
+import NIOSSL
+package import Settings
+
+/// What the daemon needs to send an app's Android notifications, loaded and checked once: the service account (a bad
+/// file stops the process at start, exit 78, with one line naming `fcm_service_account_file`), and TLS to FCM and the
+/// token URI (with `fcm_ca_file`'s roots).
+package struct FCMTransport: Sendable {
+    let connector: HTTP2Connector
+    package let account: ServiceAccount
+    let tls: TLSConfiguration
+
+    /// The transport `configuration.fcm` names for the default app; nil without a service-account file.
+    package static func load(
+        _ configuration: Configuration,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws -> Self? {
+        guard let file = configuration.fcm.serviceAccountFile else { return nil }
+        return try load(serviceAccountFile: file, configuration: configuration, group: group)
+    }
+
+    /// The transport for the service account in `serviceAccountFile` (an app's).
+    package static func load(
+        serviceAccountFile file: String,
+        configuration: Configuration,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws -> Self {
+        let account = try ServiceAccount(file: file)
+        let caFile = configuration.fcm.caFile
+        let context = try GatewayTLS.clientContext(identity: nil, caFile: caFile, alpn: ["h2"])
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        let connector = HTTP2Connector(
+            endpoint: configuration.fcm.host,
+            tls: context,
+            group: group,
+            requestTimeout: configuration.push.requestTimeout
+        )
+        return FCMTransport(connector: connector, account: account, tls: tls)
+    }
+
+    /// `FCM to fcm.googleapis.com:443 (project P)`, for the start-up line.
+    package var description: String { "FCM to \(connector.endpoint) (project \(account.projectID))" }
+
+    /// A client for the token URI, which the caller shuts down.
+    func makeTokenClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(10))
+        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+    }
+}

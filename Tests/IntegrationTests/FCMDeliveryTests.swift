@@ -1,0 +1,168 @@
+import FCM
+import Foundation
+import PostgresNIO
+import Testing
+import _CryptoExtras
+
+@testable import Push
+@testable import Settings
+@testable import Simulator
+@testable import Storage
+@testable import Support
+
+/// The FCM sender against the simulator's Google side: a real token endpoint verifying the RS256 assertion, real
+/// HTTP/2 and TLS on loopback, rows from PostgreSQL; each of Google's answers handled as documented, checked in the
+/// database and at the simulator.
+@Suite(.serialized) struct FCMDeliveryTests {
+    static let project = "pushchat-test"
+
+    /// An FCM registration token of the shape FCM gives (n makes it unique).
+    static func token(_ n: Int) -> String { "fcmTok\(n):APA91b" + String(repeating: "x", count: 120) + "_\(n)" }
+
+    /// A simulator with the Google side on a port known in advance (the service account's token URI names it), a
+    /// service-account file for it, and the harness; `options` holds the simulator's FCM faults.
+    static func run(
+        _ options: SimulatorConfiguration.FCMOptions = .init(),
+        _ body: @Sendable (PushHarness, _ configuration: Configuration) async throws -> Void
+    ) async throws {
+        let port = try FreePort.loopback()
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let file = NSTemporaryDirectory() + "pushchat-fcm-\(UUID().uuidString).json"
+        let json = """
+            {"type": "service_account", "project_id": "\(project)", "private_key_id": "k1",
+             "private_key": \(JSONText.quoted(key.pemRepresentation)),
+             "client_email": "pushchat@\(project).iam.gserviceaccount.com",
+             "token_uri": "https://127.0.0.1:\(port)/token"}
+            """
+        try json.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        var simulator = SimulatorTests.configuration()
+        simulator.fcmPort = port
+        simulator.fcm = options
+        simulator.fcm.accounts = [SimulatorConfiguration.FCMAccount(try ServiceAccount(file: file))]
+        try await PushHarness.run(simulator: simulator) { harness in
+            var configuration = harness.configuration()
+            configuration.fcm.serviceAccountFile = file
+            configuration.fcm.host = Endpoint(host: "127.0.0.1", port: port)
+            configuration.fcm.caFile = TestCertificates.path("ca.pem")
+            configuration.push.requestTimeout = .seconds(2)
+            try await body(harness, configuration)
+        }
+    }
+
+    /// Runs the daemon (APNs over the binary interface, FCM for the default app) while `body` runs.
+    static func withDaemon(_ harness: PushHarness, _ configuration: Configuration, _ body: @Sendable () async throws -> Void) async throws {
+        let services = PushService.services(
+            configuration: configuration,
+            transport: try PushTransport.load(configuration),
+            fcm: try FCMTransport.load(configuration),
+            logger: TestDatabase.logger,
+            instance: "test-fcm-daemon"
+        )
+        try await harness.withServices(services, body)
+    }
+
+    /// Queues FCM rows to tokens `numbers` with an FCM message payload, and APNs rows beside them.
+    static func queue(_ harness: PushHarness, fcm numbers: [Int], apns: Int = 0) async throws {
+        try await TestDatabase.withConnection(harness.url) { connection in
+            try await connection.query(
+                """
+                INSERT INTO push_queue (platform, device_token, payload)
+                SELECT 'fcm', t, '{"notification":{"title":"PushChat","body":"Ann: hi"},"android":{"priority":"high"}}'
+                FROM unnest(\(numbers.map(Self.token))::text[]) t
+                """,
+                logger: TestDatabase.logger
+            )
+        }
+        if apns > 0 { try await harness.queue(apns, from: 1) }
+    }
+
+    @Test func androidAndIPhoneRowsGoOutFromOneQueueEachOnItsPlatformOnce() async throws {
+        try await Self.run { harness, configuration in
+            try await Self.queue(harness, fcm: Array(1...50), apns: 20)
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntilAllSent(70)
+            }
+            let accepted = harness.simulator.state.accepted
+            let fcm = accepted.filter { $0.format == "fcm" }
+            #expect(fcm.count == 50 && Set(fcm.map(\.token)) == Set((1...50).map(Self.token)), "each Android row once, at FCM")
+            #expect(accepted.count - fcm.count == 20, "each iPhone row once, at APNs")
+            let first = try #require(fcm.first)
+            let message = try JSON.parse(first.payload)["message"]
+            #expect(message?["notification"]?["body"]?.stringValue == "Ann: hi" && message?["token"]?.stringValue == first.token)
+            #expect(first.topic == Self.project)
+            #expect(harness.simulator.fcmAuth.tokensIssued == 1, "one access token for every message")
+            #expect(try await harness.count("platform = 'fcm' AND time_sent IS NOT NULL") == 50)
+        }
+    }
+
+    /// UNREGISTERED: failed and recorded for the feedback job; SENDER_ID_MISMATCH and INVALID_ARGUMENT: failed, no
+    /// report; 429 and 503: retried after Retry-After, then sent.
+    @Test func eachFCMErrorGetsItsHandling() async throws {
+        var options = SimulatorConfiguration.FCMOptions()
+        options.unregisteredTokens = [Self.token(1)]
+        options.senderMismatchTokens = [Self.token(2)]
+        options.quotaExceededRequests = 3
+        options.unavailableRequests = 2
+        try await Self.run(options) { harness, configuration in
+            try await Self.queue(harness, fcm: Array(1...10))
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    "INSERT INTO push_queue (platform, device_token, payload) VALUES ('fcm', \(Self.token(11)), '{\"data\":{\"n\":1}}')",
+                    logger: TestDatabase.logger
+                )
+            }
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntil("every FCM row is settled") {
+                    try await harness.count("time_sent IS NULL AND time_failed IS NULL") == 0
+                }
+            }
+            let status = { (n: Int) in
+                try await TestDatabase.scalar(
+                    harness.url,
+                    "SELECT coalesce(last_status, '') || '|' || coalesce(last_error, '') || '|' || (time_failed IS NOT NULL)::text FROM push_queue WHERE device_token = \(Self.token(n))",
+                    as: String.self
+                )
+            }
+            #expect(try await status(1) == "404|UNREGISTERED|true")
+            #expect(try await status(2) == "403|SENDER_ID_MISMATCH|true")
+            #expect(try await status(11) == "400|INVALID_ARGUMENT: data values must be strings|true", "a data value that is not a string")
+            #expect(try await harness.count("time_sent IS NOT NULL") == 8, "the rows FCM throttled or was unavailable for went out later")
+            let reports = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT string_agg(device_token || '|' || source, ',') FROM invalid_tokens",
+                as: String.self
+            )
+            #expect(reports == "\(Self.token(1))|fcm 404 UNREGISTERED", "only UNREGISTERED is reported, case kept")
+            #expect(harness.simulator.state.counters.rejectedByStatus["fcm 429", default: 0] == 3)
+        }
+    }
+
+    /// An access token FCM no longer takes (401) is fetched again once, however many requests carried it.
+    @Test func aRefusedAccessTokenIsRefreshedOnceNotPerRequest() async throws {
+        try await Self.run { harness, configuration in
+            try await Self.queue(harness, fcm: Array(1...5))
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntilAllSent(5)
+                #expect(harness.simulator.fcmAuth.tokensIssued == 1)
+                harness.simulator.fcmAuth.revokeTokens()
+                try await Self.queue(harness, fcm: Array(6...105))
+                try await harness.waitUntilAllSent(105)
+            }
+            #expect(harness.simulator.fcmAuth.tokensIssued == 2, "one refresh for the hundred requests the 401s met")
+            #expect(Set(harness.simulator.state.accepted.filter { $0.format == "fcm" }.map(\.token)).count == 105)
+        }
+    }
+
+    /// A service-account file the daemon cannot use stops it at start with one line naming the setting (exit 78).
+    @Test func aBadServiceAccountFileIsRefusedAtStart() async throws {
+        var configuration = Configuration(mode: .development, databaseURL: try DatabaseURL(parsing: "postgres://u@127.0.0.1/db"))
+        configuration.fcm.serviceAccountFile = "/nonexistent/fcm.json"
+        #expect {
+            _ = try FCMTransport.load(configuration)
+        } throws: { error in
+            let error = error as? ServiceAccountError
+            return error?.exitStatus == 78 && error?.description == "fcm_service_account_file: /nonexistent/fcm.json: cannot read the file"
+        }
+    }
+}
