@@ -109,7 +109,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Support", "Settings", "Observability", "HTTPServing", "APNs", "Storage",
+                "Support", "Settings", "Observability", "HTTPServing", "APNs", "Storage", "FCM",
                 hummingbird, hummingbirdCore, hummingbirdTLS, httpTypes, nioSSL, multipartKit, nioCore, nioHTTP1, nioHTTPTypesHTTP1,
                 nioConcurrencyHelpers, postgres, logging, metrics, crypto, serviceLifecycle,
             ],

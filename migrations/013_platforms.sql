@@ -2,7 +2,7 @@
 -- before) or `fcm` (Firebase Cloud Messaging), and an app may have a Firebase service account. Expand only: the release
 -- before this one still runs on the schema (it sees only what it knew; guide §16 says what a rollback leaves unsent).
 --
--- An FCM registration token is opaque and case-sensitive (about 150 to 200 characters of letters, digits and
+-- An FCM registration token is opaque and case-sensitive (100 to 4,096, in practice about 150 to 200, letters, digits and
 -- '-', '_', ':'); an APNs token stays 64 lower-case hex digits.
 
 ALTER TABLE devices ADD COLUMN platform text NOT NULL DEFAULT 'apns';
@@ -10,7 +10,7 @@ ALTER TABLE devices ADD CONSTRAINT devices_platform CHECK (platform IN ('apns', 
 ALTER TABLE devices DROP CONSTRAINT devices_token_format;
 ALTER TABLE devices ADD CONSTRAINT devices_token_format CHECK (
     (platform = 'apns' AND device_token ~ '^[0-9a-f]{64}$')
-    OR (platform = 'fcm' AND device_token ~ '^[A-Za-z0-9_:.-]{32,4096}$')
+    OR (platform = 'fcm' AND device_token ~ '^[A-Za-z0-9_:.-]+$' AND length(device_token) BETWEEN 100 AND 4096)
 );
 COMMENT ON COLUMN devices.platform IS 'apns (an iPhone: 64 hex digits) or fcm (an Android phone: an FCM registration token).';
 
@@ -20,7 +20,7 @@ ALTER TABLE active_users DROP CONSTRAINT active_users_token_format;
 ALTER TABLE active_users ADD CONSTRAINT active_users_token_format CHECK (
     device_token = '0'
     OR (platform = 'apns' AND device_token ~ '^[0-9a-f]{64}$')
-    OR (platform = 'fcm' AND device_token ~ '^[A-Za-z0-9_:.-]{32,4096}$')
+    OR (platform = 'fcm' AND device_token ~ '^[A-Za-z0-9_:.-]+$' AND length(device_token) BETWEEN 100 AND 4096)
 );
 COMMENT ON COLUMN active_users.platform IS 'apns (the PushChat iPhone app) or fcm (an Android app that joined with platform=fcm).';
 

@@ -121,14 +121,22 @@ struct APIController: Sendable {
         metrics: APIMetrics
     ) async throws -> Response {
         switch command {
-        case .join(let udid, let token, let name, let code):
+        case .join(let udid, let token, let name, let code, let platform):
             guard
-                try await store.join(udid: udid, token: token, name: name, code: code, ipAddress: client.address, maxRoomSize: maxRoomSize)
+                try await store.join(
+                    udid: udid,
+                    token: token,
+                    name: name,
+                    code: code,
+                    platform: platform,
+                    ipAddress: client.address,
+                    maxRoomSize: maxRoomSize
+                )
             else { return error(.forbidden, "Room is full") }
         case .leave(let udid):
             try await store.leave(udid: udid)
-        case .update(let udid, let token):
-            try await store.update(udid: udid, token: token)
+        case .update(let udid, let token, let platform):
+            try await store.update(udid: udid, token: token, platform: platform)
         case .message(let udid, let text):
             // The fan-out budget pays for the recipients before anything is queued; the statement refuses a room
             // that grew past what was reserved, and what was not used goes back.

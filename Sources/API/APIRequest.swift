@@ -1,3 +1,4 @@
+package import Settings
 import Support
 
 /// A validated request to the PushChat API (`POST /api.php`, field `cmd`).
@@ -5,12 +6,13 @@ import Support
 /// Validation follows the tutorial's server: fields are trimmed, the first problem found is reported with one of
 /// the fixed `X-Error-Description` texts, and nothing is written for a bad request.
 package enum APIRequest: Sendable, Equatable {
-    /// Join a room: replaces any earlier registration of the device.
-    case join(udid: String, token: String, name: String, code: String)
+    /// Join a room: replaces any earlier registration of the device. `platform=fcm` (an Android app) makes the token
+    /// an FCM registration token; the PushChat apps never send it and stay `apns`.
+    case join(udid: String, token: String, name: String, code: String, platform: Platform = .apns)
     /// Leave the room.
     case leave(udid: String)
-    /// Register a new device token.
-    case update(udid: String, token: String)
+    /// Register a new device token (of `platform`, as at `join`).
+    case update(udid: String, token: String, platform: Platform = .apns)
     /// Send `text` to everyone else in the sender's room.
     case message(udid: String, text: String)
     /// The room's stored messages with an id greater than `since`.
@@ -37,7 +39,7 @@ package enum APIRequest: Sendable, Equatable {
     /// The device the request is from.
     package var udid: String {
         switch self {
-        case .join(let udid, _, _, _), .leave(let udid), .update(let udid, _), .message(let udid, _), .fetch(let udid, _): udid
+        case .join(let udid, _, _, _, _), .leave(let udid), .update(let udid, _, _), .message(let udid, _), .fetch(let udid, _): udid
         }
     }
 
@@ -47,15 +49,17 @@ package enum APIRequest: Sendable, Equatable {
         switch command {
         case "join":
             let udid = try FormValue.udid(fields)
-            let token = try FormValue.token(fields, allowNoToken: true)
+            let platform = try FormValue.platform(fields)
+            let token = try FormValue.token(fields, allowNoToken: true, platform: platform)
             let name = try FormValue.text(fields, "name", missing: .missingName, invalid: .invalidName, maxBytes: Self.maximumNameBytes)
             let code = try FormValue.text(fields, "code", missing: .missingCode, invalid: .invalidCode, maxBytes: Self.maximumNameBytes)
-            self = .join(udid: udid, token: token, name: name, code: code)
+            self = .join(udid: udid, token: token, name: name, code: code, platform: platform)
         case "leave":
             self = .leave(udid: try FormValue.udid(fields))
         case "update":
             let udid = try FormValue.udid(fields)
-            self = .update(udid: udid, token: try FormValue.token(fields, allowNoToken: false))
+            let platform = try FormValue.platform(fields)
+            self = .update(udid: udid, token: try FormValue.token(fields, allowNoToken: false, platform: platform), platform: platform)
         case "message":
             let udid = try FormValue.udid(fields)
             let text = try FormValue.text(
@@ -91,6 +95,8 @@ package struct APIRequestError: PushChatError, Equatable {
     package static let invalidUserID = Self(description: "Invalid user_id")
     package static let missingToken = Self(description: "Missing device token")
     package static let invalidToken = Self(description: "Invalid device token")
+    /// `platform` is neither `apns` nor `fcm`.
+    package static let invalidPlatform = Self(description: "Invalid platform")
     package static let missingName = Self(description: "Missing name")
     package static let invalidName = Self(description: "Invalid name")
     package static let missingCode = Self(description: "Missing code")

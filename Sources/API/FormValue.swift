@@ -1,3 +1,5 @@
+import FCM
+import Settings
 import Support
 
 /// Field validators shared by the API commands.
@@ -38,12 +40,28 @@ enum FormValue {
     }
 
     /// 64 hex digits, returned lower-case; `"0"` where the device may not have a token yet.
-    static func token(_ fields: FormFields, allowNoToken: Bool) throws(APIRequestError) -> String {
+    static func token(_ fields: FormFields, allowNoToken: Bool, platform: Platform = .apns) throws(APIRequestError) -> String {
         guard let raw = fields["token"] else { throw .missingToken }
         let value = trimmed(raw)
         if allowNoToken && value.elementsEqual(APIRequest.noToken.utf8) { return APIRequest.noToken }
-        guard value.count == 64, let token = lowercaseHex(value) else { throw .invalidToken }
-        return token
+        switch platform {
+        case .apns:
+            guard value.count == 64, let token = lowercaseHex(value) else { throw .invalidToken }
+            return token
+        case .fcm:
+            // Case-sensitive, kept as FCM gave it.
+            guard let token = String(validating: value, as: UTF8.self), FCMMessage.isToken(token) else { throw .invalidToken }
+            return token
+        }
+    }
+
+    /// The optional `platform` field: `apns` when absent (the PushChat apps), `apns` or `fcm` otherwise.
+    static func platform(_ fields: FormFields) throws(APIRequestError) -> Platform {
+        guard let raw = fields["platform"] else { return .apns }
+        guard let text = String(validating: trimmed(raw), as: UTF8.self), let platform = Platform(rawValue: text) else {
+            throw .invalidPlatform
+        }
+        return platform
     }
 
     /// Non-empty valid UTF-8 of at most `maxBytes` bytes, without control characters (newlines allowed in text).

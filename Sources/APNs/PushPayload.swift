@@ -25,10 +25,16 @@ package enum PushPayload {
     package struct Chat: Sendable, Equatable {
         package let head: String
         package let tail: String
+        /// The same message for an Android member, as FCM's message without its token: the text in the
+        /// cross-platform notification's body, high priority, the default sound.
+        package let fcmHead: String
+        package let fcmTail: String
 
         package init(text: String) {
             head = PushPayload.prefix
             tail = ": " + PushPayload.alertText(text) + PushPayload.suffix
+            fcmHead = #"{"notification":{"body":""#
+            fcmTail = ": " + PushPayload.alertText(text) + #""},"android":{"priority":"high","notification":{"sound":"default"}}}"#
         }
 
         /// The payload for a sender whose stored alert name is `alertName`.

@@ -17,8 +17,8 @@ package struct FCMMessage: Sendable, Equatable {
 
     /// FCM's limit on the data payload.
     package static let maximumDataBytes = 4096
-    /// FCM registration tokens are opaque; seen from 140 to about 200 characters of base64url with ':' and '_'.
-    package static let tokenLength = 32...4096
+    /// FCM registration tokens are opaque: about 150 to 200 characters of base64url with ":" (older ones start "APA91b").
+    package static let tokenLength = 100...4096
 
     package init(token: String) { self.token = token }
 

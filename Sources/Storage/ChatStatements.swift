@@ -1,5 +1,6 @@
 import APNs
 import PostgresNIO
+import Settings
 
 /// The API's hot statements, prepared once per connection so PostgreSQL does not plan them on every request
 /// (planning was half of a `message`'s cost in the database).
@@ -7,11 +8,12 @@ enum ChatStatements {
     /// `join`: register the device, replacing any earlier registration of the udid.
     struct Join: PostgresPreparedStatement {
         static let sql = """
-            INSERT INTO active_users AS u (udid, device_token, nickname, alert_name, secret_code, ip_address)
-            SELECT $1, $2, $3, $4, $5, $6::inet
+            INSERT INTO active_users AS u (udid, device_token, nickname, alert_name, secret_code, ip_address, platform)
+            SELECT $1, $2, $3, $4, $5, $6::inet, $8
             WHERE $7 = 0 OR (SELECT count(*) FROM active_users WHERE secret_code = $5 AND udid <> $1) < $7
             ON CONFLICT (udid) DO UPDATE SET
-                device_token = EXCLUDED.device_token, nickname = EXCLUDED.nickname, alert_name = EXCLUDED.alert_name,
+                device_token = EXCLUDED.device_token, platform = EXCLUDED.platform, nickname = EXCLUDED.nickname,
+                alert_name = EXCLUDED.alert_name,
                 secret_code = EXCLUDED.secret_code, ip_address = EXCLUDED.ip_address,
                 joined_at = now(), token_updated_at = now()
             RETURNING 1
@@ -23,12 +25,13 @@ enum ChatStatements {
         let token: String
         let name: String
         let code: String
+        let platform: Platform
         let ipAddress: String?
         /// Most devices in the room, 0 for no limit.
         let maxRoomSize: Int
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 7)
+            var bindings = PostgresBindings(capacity: 8)
             bindings.append(udid)
             bindings.append(token)
             bindings.append(name)
@@ -36,6 +39,7 @@ enum ChatStatements {
             bindings.append(code)
             if let ipAddress { bindings.append(ipAddress) } else { bindings.appendNull() }
             bindings.append(Int64(maxRoomSize))
+            bindings.append(platform.rawValue)
             return bindings
         }
 
@@ -51,7 +55,8 @@ enum ChatStatements {
             WITH sender AS (
                 SELECT nickname, alert_name, secret_code, device_token FROM active_users WHERE udid = $1
             ), recipients AS (
-                SELECT DISTINCT u.device_token FROM active_users u JOIN sender s ON u.secret_code = s.secret_code
+                SELECT DISTINCT ON (u.device_token) u.device_token, u.platform
+                FROM active_users u JOIN sender s ON u.secret_code = s.secret_code
                 WHERE s.alert_name IS NOT NULL AND u.udid <> $1 AND u.device_token <> '0' AND u.device_token <> s.device_token
             ), allowed AS (
                 SELECT $5 < 0 OR (SELECT count(*) FROM recipients) <= $5 AS ok
@@ -60,8 +65,10 @@ enum ChatStatements {
                 SELECT secret_code, $1, nickname, $2 FROM sender WHERE alert_name IS NOT NULL AND (SELECT ok FROM allowed)
                 RETURNING id
             ), queued AS (
-                INSERT INTO push_queue (app, device_token, payload)
-                SELECT $6, r.device_token, $3 || s.alert_name || $4 FROM recipients r, sender s
+                INSERT INTO push_queue (app, platform, device_token, payload)
+                SELECT $6, r.platform, r.device_token,
+                       CASE WHEN r.platform = 'fcm' THEN $7 || s.alert_name || $8 ELSE $3 || s.alert_name || $4 END
+                FROM recipients r, sender s
                 WHERE (SELECT ok FROM allowed)
                 RETURNING 1
             )
@@ -79,13 +86,15 @@ enum ChatStatements {
 
         func makeBindings() throws -> PostgresBindings {
             let payload = PushPayload.Chat(text: text)
-            var bindings = PostgresBindings(capacity: 6)
+            var bindings = PostgresBindings(capacity: 8)
             bindings.append(udid)
             bindings.append(text)
             bindings.append(payload.head)
             bindings.append(payload.tail)
             bindings.append(Int64(maxRecipients))
             bindings.append(app)
+            bindings.append(payload.fcmHead)
+            bindings.append(payload.fcmTail)
             return bindings
         }
 

@@ -2,7 +2,7 @@ import APNs
 package import Foundation
 package import Logging
 import PostgresNIO
-import Settings
+package import Settings
 import Support
 
 /// The API's reads and writes: `active_users`, `messages` and the fan-out into `push_queue`.
@@ -50,6 +50,7 @@ package struct ChatStore: Sendable {
         token: String,
         name: String,
         code: String,
+        platform: Platform = .apns,
         ipAddress: String?,
         maxRoomSize: Int = 0
     ) async throws -> Bool {
@@ -58,6 +59,7 @@ package struct ChatStore: Sendable {
             token: token,
             name: name,
             code: code,
+            platform: platform,
             ipAddress: ipAddress,
             maxRoomSize: maxRoomSize
         )
@@ -73,9 +75,12 @@ package struct ChatStore: Sendable {
 
     /// Stores a new token for the device, stamping `token_updated_at`; returns whether it was registered.
     @discardableResult
-    package func update(udid: String, token: String) async throws -> Bool {
+    package func update(udid: String, token: String, platform: Platform = .apns) async throws -> Bool {
         let rows = try await database.query(
-            "UPDATE active_users SET device_token = \(token), token_updated_at = now() WHERE udid = \(udid) RETURNING 1",
+            """
+            UPDATE active_users SET device_token = \(token), platform = \(platform.rawValue), token_updated_at = now()
+            WHERE udid = \(udid) RETURNING 1
+            """,
             logger: logger
         )
         return rows.count > 0

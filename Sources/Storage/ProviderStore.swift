@@ -1,7 +1,7 @@
 package import Foundation
 package import Logging
 import PostgresNIO
-import Settings
+package import Settings
 import Support
 
 /// The provider API's reads and writes: key lookup, the device registry, notifications into `push_queue`, and their
@@ -32,11 +32,13 @@ package struct ProviderStore: Sendable {
         package let registeredAt: Date
         package let updatedAt: Date
         package let lastBadge: Int?
+        package let platform: Platform
 
         /// From the row of ``ProviderStore/deviceColumns``.
-        init(row: (String, String?, String?, Date, Date, Int32?)) {
+        init(row: (String, String?, String?, Date, Date, Int32?, String)) {
             (token, user, clientInfo, registeredAt, updatedAt) = (row.0, row.1, row.2, row.3, row.4)
             lastBadge = row.5.map(Int.init)
+            platform = Platform(rawValue: row.6) ?? .apns
         }
     }
 
@@ -57,6 +59,9 @@ package struct ProviderStore: Sendable {
         package var app: String
         package var target: Target
         package var payload: String
+        /// The FCM message for Android recipients (without the token); nil: it cannot go to one, and a notification
+        /// whose recipients include one is refused (``QueueResult/notForAndroid(_:)``).
+        package var fcmPayload: String? = nil
         package var pushType: String
         package var priority: Int?
         /// Unix seconds; 0 means deliver once.
@@ -76,6 +81,7 @@ package struct ProviderStore: Sendable {
             app: String,
             target: Target,
             payload: String,
+            fcmPayload: String? = nil,
             pushType: String,
             priority: Int?,
             expiration: Int64?,
@@ -91,6 +97,7 @@ package struct ProviderStore: Sendable {
             self.app = app
             self.target = target
             self.payload = payload
+            self.fcmPayload = fcmPayload
             self.pushType = pushType
             self.priority = priority
             self.expiration = expiration
@@ -111,6 +118,8 @@ package struct ProviderStore: Sendable {
         case tooManyRecipients(Int)
         /// The idempotency key was used within 24 hours (by a request racing this one): nothing written.
         case duplicate
+        /// This many recipients are Android devices and the notification has no FCM message: nothing written.
+        case notForAndroid(Int)
     }
 
     /// A notification sent earlier with the same idempotency key.
@@ -185,16 +194,17 @@ package struct ProviderStore: Sendable {
         token: String,
         user: String?,
         clientInfo: String?,
+        platform: Platform = .apns,
         key: Key
     ) async throws -> (Device, created: Bool)? {
         let rows: DatabaseRows
         do {
             rows = try await database.query(
                 """
-                INSERT INTO devices AS d (app, device_token, user_ref, client_info, registered_by)
-                VALUES (\(key.app), \(token), \(user), \(clientInfo), \(key.name))
+                INSERT INTO devices AS d (app, device_token, user_ref, client_info, registered_by, platform)
+                VALUES (\(key.app), \(token), \(user), \(clientInfo), \(key.name), \(platform.rawValue))
                 ON CONFLICT (app, device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
-                    registered_by = EXCLUDED.registered_by, updated_at = now()
+                    registered_by = EXCLUDED.registered_by, platform = EXCLUDED.platform, updated_at = now()
                 RETURNING \(unescaped: Self.deviceColumns), (xmax = 0)
                 """,
                 logger: logger
@@ -203,10 +213,10 @@ package struct ProviderStore: Sendable {
             return nil
         }
         for row in rows {
-            let (token, user, info, registered, updated, badge, created) = try row.decode(
-                (String, String?, String?, Date, Date, Int32?, Bool).self
+            let (token, user, info, registered, updated, badge, platform, created) = try row.decode(
+                (String, String?, String?, Date, Date, Int32?, String, Bool).self
             )
-            return (Device(row: (token, user, info, registered, updated, badge)), created)
+            return (Device(row: (token, user, info, registered, updated, badge, platform)), created)
         }
         return nil
     }
@@ -230,13 +240,13 @@ package struct ProviderStore: Sendable {
             logger: logger
         )
         var devices: [Device] = []
-        for row in try rows.decode((String, String?, String?, Date, Date, Int32?).self) {
+        for row in try rows.decode((String, String?, String?, Date, Date, Int32?, String).self) {
             devices.append(Device(row: row))
         }
         return devices
     }
 
-    static let deviceColumns = "device_token, user_ref, client_info, registered_at, updated_at, last_badge"
+    static let deviceColumns = "device_token, user_ref, client_info, registered_at, updated_at, last_badge, platform"
 
     /// The notification an idempotency key of this API key answers with, if it was used within 24 hours.
     package func earlier(keyName: String, idempotencyKey: String) async throws -> Earlier? {
@@ -275,23 +285,27 @@ package struct ProviderStore: Sendable {
         let rows = try await database.query(
             """
             WITH candidates AS (
-                SELECT t AS device_token FROM unnest(\(list)::text[]) AS t WHERE \(kind) = 'tokens'
-                UNION ALL SELECT device_token FROM devices WHERE \(kind) = 'users' AND app = \(app) AND user_ref = ANY(\(list)::text[])
-                UNION ALL SELECT device_token FROM active_users
+                SELECT t AS device_token, CASE WHEN t ~ '^[0-9a-f]{64}$' THEN 'apns' ELSE 'fcm' END AS platform
+                    FROM unnest(\(list)::text[]) AS t WHERE \(kind) = 'tokens'
+                UNION ALL SELECT device_token, platform FROM devices
+                    WHERE \(kind) = 'users' AND app = \(app) AND user_ref = ANY(\(list)::text[])
+                UNION ALL SELECT device_token, platform FROM active_users
                     WHERE \(kind) = 'udids' AND \(chat) AND udid = ANY(\(list)::text[]) AND device_token <> '0'
-                UNION ALL SELECT device_token FROM active_users
+                UNION ALL SELECT device_token, platform FROM active_users
                     WHERE \(kind) = 'room' AND \(chat) AND secret_code = \(room) AND device_token <> '0'
-                UNION ALL SELECT device_token FROM devices WHERE \(kind) = 'all' AND app = \(app)
-                UNION ALL SELECT device_token FROM active_users WHERE \(kind) = 'all' AND \(chat) AND device_token <> '0'
+                UNION ALL SELECT device_token, platform FROM devices WHERE \(kind) = 'all' AND app = \(app)
+                UNION ALL SELECT device_token, platform FROM active_users WHERE \(kind) = 'all' AND \(chat) AND device_token <> '0'
             ), targets AS (
-                SELECT DISTINCT c.device_token FROM candidates c
+                SELECT DISTINCT ON (c.device_token) c.device_token, c.platform FROM candidates c
                 WHERE NOT (\(notification.onlyIfBadgeChanged)
                            AND EXISTS (SELECT 1 FROM devices d
                                        WHERE d.app = \(app) AND d.device_token = c.device_token AND d.last_badge = \(badge)))
             ), counted AS (
-                SELECT count(*) AS n FROM targets
+                SELECT count(*) AS n, count(*) FILTER (WHERE platform = 'fcm') AS android FROM targets
             ), within AS (
-                SELECT \(Int64(maxRecipients ?? -1)) < 0 OR n <= \(Int64(maxRecipients ?? -1)) AS ok FROM counted
+                SELECT (\(Int64(maxRecipients ?? -1)) < 0 OR n <= \(Int64(maxRecipients ?? -1)))
+                    AND (android = 0 OR \(notification.fcmPayload)::text IS NOT NULL) AS ok
+                FROM counted
             ), idem AS (
                 INSERT INTO idempotency_keys AS i (key_name, idempotency_key, notification_id, request_hash)
                 SELECT \(notification.keyName), \(notification.idempotencyKey), \(notification.id), \(notification.requestHash)
@@ -308,9 +322,10 @@ package struct ProviderStore: Sendable {
                 WHERE (SELECT ok FROM go)
                 RETURNING 1
             ), queued AS (
-                INSERT INTO push_queue (app, device_token, payload, priority, expiration, collapse_id, push_type, topic, notification_id)
-                SELECT \(app), device_token, \(notification.payload), \(priority), \(expiration), \(notification.collapseID),
-                       \(notification.pushType), \(notification.topic), \(notification.id)
+                INSERT INTO push_queue (app, platform, device_token, payload, priority, expiration, collapse_id, push_type, topic, notification_id)
+                SELECT \(app), platform, device_token,
+                       CASE WHEN platform = 'fcm' THEN \(notification.fcmPayload) ELSE \(notification.payload) END,
+                       \(priority), \(expiration), \(notification.collapseID), \(notification.pushType), \(notification.topic), \(notification.id)
                 FROM targets WHERE (SELECT ok FROM go)
                 RETURNING 1
             ), badges AS (
@@ -319,11 +334,12 @@ package struct ProviderStore: Sendable {
                 RETURNING 1
             )
             SELECT (SELECT ok FROM within), (SELECT ok FROM go), (SELECT n FROM counted), (SELECT count(*) FROM queued),
-                   (SELECT count(*) FROM note), (SELECT count(*) FROM badges)
+                   (SELECT android FROM counted), (SELECT count(*) FROM badges)
             """,
             logger: logger
         )
-        for (within, go, count, queued, _, _) in try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64).self) {
+        for (within, go, count, queued, android, _) in try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64).self) {
+            if !within && android > 0 && notification.fcmPayload == nil { return .notForAndroid(Int(android)) }
             if !within { return .tooManyRecipients(Int(count)) }
             if !go { return .duplicate }
             return .queued(recipients: Int(queued))

@@ -96,6 +96,66 @@ import _CryptoExtras
         }
     }
 
+    /// A chat room of iPhones and an Android phone gets one message everywhere, each on its platform; a provider
+    /// notification reaches a user's Android device, and one that has nothing for Android is refused with nothing
+    /// written when its recipients include one.
+    @Test func aRoomWithIPhonesAndAnAndroidPhoneGetsOneMessageEverywhere() async throws {
+        try await Self.run { harness, configuration in
+            let database = DatabaseClient(url: harness.url, applicationName: "pushchat-tests", keepOpen: false, logger: TestDatabase.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await database.run() }
+                try await database.waitForPool()
+                let chat = ChatStore(database: database, logger: TestDatabase.logger)
+                let udid = { (n: Int) in String(format: "%040x", n) }
+                #expect(try await chat.join(udid: udid(1), token: PushHarness.token(1), name: "Ann", code: "mixed", ipAddress: nil))
+                #expect(try await chat.join(udid: udid(2), token: PushHarness.token(2), name: "Bob", code: "mixed", ipAddress: nil))
+                #expect(
+                    try await chat.join(udid: udid(3), token: Self.token(3), name: "Dee", code: "mixed", platform: .fcm, ipAddress: nil)
+                )
+                #expect(try await chat.message(udid: udid(1), text: #"hi "all""#).queued == 2)
+                let store = ProviderStore(database: database, logger: TestDatabase.logger)
+                let key = ProviderStore.Key(name: "backend", requestsPerMinute: 0, recipientsPerMinute: 0)
+                let device = try await store.register(token: Self.token(4), user: "u", clientInfo: nil, platform: .fcm, key: key)
+                #expect(device?.0.platform == .fcm)
+                var notification = ProviderStore.Notification(
+                    id: UUID(),
+                    keyName: "backend",
+                    app: App.defaultName,
+                    target: .users(["u"]),
+                    payload: #"{"aps":{"badge":1}}"#,
+                    pushType: "alert",
+                    priority: nil,
+                    expiration: nil,
+                    collapseID: nil,
+                    topic: nil,
+                    badge: nil,
+                    onlyIfBadgeChanged: false,
+                    idempotencyKey: nil,
+                    requestHash: "h"
+                )
+                #expect(try await store.queue(notification, maxRecipients: nil) == .notForAndroid(1))
+                #expect(try await harness.count("true") == 2, "nothing written for the refused notification")
+                notification.fcmPayload = #"{"notification":{"body":"sale"}}"#
+                #expect(try await store.queue(notification, maxRecipients: nil) == .queued(recipients: 1))
+                group.cancelAll()
+            }
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntilAllSent(3)
+            }
+            let accepted = harness.simulator.state.accepted
+            let iphone = try #require(accepted.first { $0.token == PushHarness.token(2) })
+            #expect(iphone.payload == #"{"aps":{"alert":"Ann: hi \"all\"","sound":"default"}}"#)
+            let android = try #require(accepted.first { $0.token == Self.token(3) })
+            #expect(android.format == "fcm")
+            #expect(
+                android.payload
+                    == #"{"message":{"token":"\#(Self.token(3))","notification":{"body":"Ann: hi \"all\""},"android":{"priority":"high","notification":{"sound":"default"}}}}"#
+            )
+            #expect(accepted.first { $0.token == Self.token(4) }?.payload.contains(#""body":"sale""#) == true)
+            #expect(accepted.count == 3, "the sender's own iPhone gets nothing; everyone else once")
+        }
+    }
+
     /// UNREGISTERED: failed and recorded for the feedback job; SENDER_ID_MISMATCH and INVALID_ARGUMENT: failed, no
     /// report; 429 and 503: retried after Retry-After, then sent.
     @Test func eachFCMErrorGetsItsHandling() async throws {

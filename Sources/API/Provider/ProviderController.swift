@@ -144,6 +144,7 @@ struct ProviderController: Sendable {
                 token: registration.token,
                 user: registration.user,
                 clientInfo: registration.clientInfo,
+                platform: registration.platform,
                 key: key
             )
         }
@@ -210,6 +211,7 @@ struct ProviderController: Sendable {
             app: key.app,
             target: checked.target,
             payload: checked.payload.json,
+            fcmPayload: checked.android.payload,
             pushType: checked.pushType.rawValue,
             priority: checked.priority?.rawValue,
             expiration: checked.expiration,
@@ -252,6 +254,12 @@ struct ProviderController: Sendable {
             throw ProviderError.tooManyRequests(
                 limiter.wait(key.name, for: recipients),
                 "this key's limit of \(key.recipientsPerMinute) recipients per minute is spent"
+            )
+        case .notForAndroid(let devices):
+            let refusal = checked.android.refusal
+            throw ProviderError.invalid(
+                refusal?.field,
+                "\(refusal?.reason ?? "no message for Android devices") (\(devices) recipients are Android devices)"
             )
         case .duplicate:
             if let idempotencyKey, let answer = try await replay(key: key, idempotencyKey: idempotencyKey, requestHash: requestHash) {
@@ -343,6 +351,7 @@ struct ProviderController: Sendable {
         let registered_at: Date
         let updated_at: Date
         let last_badge: Int?
+        let platform: String
 
         init(_ device: ProviderStore.Device) {
             token = device.token
@@ -351,6 +360,7 @@ struct ProviderController: Sendable {
             registered_at = device.registeredAt
             updated_at = device.updatedAt
             last_badge = device.lastBadge
+            platform = device.platform.rawValue
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -362,10 +372,11 @@ struct ProviderController: Sendable {
             try container.encode(registered_at, forKey: .registered_at)
             try container.encode(updated_at, forKey: .updated_at)
             try container.encode(last_badge, forKey: .last_badge)
+            try container.encode(platform, forKey: .platform)
         }
 
         enum CodingKeys: String, CodingKey {
-            case token, user, client_info, registered_at, updated_at, last_badge
+            case token, user, client_info, registered_at, updated_at, last_badge, platform
         }
     }
 

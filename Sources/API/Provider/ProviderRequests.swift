@@ -1,4 +1,5 @@
 package import APNs
+import FCM
 package import Foundation
 import HTTPTypes
 package import Settings
@@ -26,9 +27,12 @@ package struct NotificationRequest: Sendable, Equatable {
     package let collapseID: String?
     package let topic: String?
     package let onlyIfBadgeChanged: Bool
+    /// What Android devices among the recipients get.
+    package let android: AndroidMessage
 
     static let keys: Set<String> = [
-        "to", "aps", "data", "push_type", "priority", "expiration", "collapse_id", "topic", "only_if_badge_changed",
+        "to", "aps", "data", "push_type", "priority", "expiration", "collapse_id", "topic", "only_if_badge_changed", "notification",
+        "android",
     ]
 
     /// Checks a request body; `transport` decides the payload limit (the daemon's interface), `now` what an
@@ -41,7 +45,15 @@ package struct NotificationRequest: Sendable, Equatable {
         }
         guard let to = json["to"] else { throw .invalid("to", "to is required: tokens, users, udids, room or all") }
         target = try Self.target(to)
-        guard let aps = json["aps"] else { throw .invalid("aps", "aps is required") }
+        let notification = try AndroidMessage.checkNotification(json["notification"])
+        let androidOptions = try AndroidMessage.checkAndroid(json["android"])
+        // The cross-platform notification is the iPhone's alert too, unless aps gives one.
+        var aps = json["aps"] ?? (notification == nil ? nil : .object([]))
+        if let notification, var members = aps?.members, !members.contains(where: { $0.key == "alert" }) {
+            members.insert(JSON.Member("alert", .object(notification.filter { $0.key != "image" })), at: 0)
+            aps = .object(members)
+        }
+        guard let aps else { throw .invalid("aps", "aps is required (or notification, for every platform)") }
         do {
             payload = try NotificationPayload(aps: aps, data: json["data"])
         } catch {
@@ -91,6 +103,16 @@ package struct NotificationRequest: Sendable, Equatable {
         } else {
             onlyIfBadgeChanged = false
         }
+        android = AndroidMessage(
+            notification: notification,
+            aps: aps,
+            data: json["data"],
+            android: androidOptions,
+            priority: priority?.rawValue,
+            expiration: expiration,
+            collapseID: collapseID,
+            now: now
+        )
         let limit = NotificationPayload.maximumBytes(transport: transport, pushType: pushType)
         let size = payload.json.utf8.count
         guard size <= limit else {
@@ -181,21 +203,31 @@ package struct DeviceRegistration: Sendable, Equatable {
     package let token: String
     package let user: String?
     package let clientInfo: String?
+    /// `apns` (the default) or `fcm`.
+    package let platform: Platform
 
-    package init(token: String, user: String?, clientInfo: String?) {
+    package init(token: String, user: String?, clientInfo: String?, platform: Platform = .apns) {
         self.token = token
         self.user = user
         self.clientInfo = clientInfo
+        self.platform = platform
     }
 
     package init(body: [UInt8]) throws(ProviderError) {
         let json = try ProviderJSON.object(body)
         guard let members = json.members else { throw .invalid(nil, "the body must be a JSON object") }
-        for member in members where !["token", "user", "client_info"].contains(member.key) {
+        for member in members where !["token", "user", "client_info", "platform"].contains(member.key) {
             throw .invalid(member.key, "unknown field \(JSONText.quoted(member.key))")
         }
         guard let token = json["token"] else { throw .invalid("token", "token is required") }
-        self.token = try ProviderJSON.token(token, "token")
+        let platform = try json["platform"].map { value throws(ProviderError) in
+            guard let platform = value.stringValue.flatMap(Platform.init(rawValue:)) else {
+                throw .invalid("platform", "platform must be apns (an iPhone, the default) or fcm (an Android phone)")
+            }
+            return platform
+        }
+        self.platform = platform ?? .apns
+        self.token = try ProviderJSON.token(token, "token", platform: self.platform)
         self.user = try json["user"].flatMap { value throws(ProviderError) in
             value == .null ? nil : try ProviderJSON.user(value, "user")
         }
@@ -220,11 +252,16 @@ enum ProviderJSON {
     }
 
     /// 64 hex digits, returned lower-case.
-    static func token(_ value: JSON, _ field: String) throws(ProviderError) -> String {
-        guard let text = value.stringValue, text.utf8.count == 64, text.utf8.allSatisfy({ Hex.value($0) != nil }) else {
-            throw .invalid(field, "a device token is 64 hex digits")
+    /// A device token of `platform`; without one (a `to.tokens` list), either shape: 64 hex digits are an APNs token.
+    static func token(_ value: JSON, _ field: String, platform: Platform? = nil) throws(ProviderError) -> String {
+        guard let text = value.stringValue else { throw .invalid(field, "a device token is a string") }
+        if platform != .fcm, text.utf8.count == 64, text.utf8.allSatisfy({ Hex.value($0) != nil }) { return text.lowercased() }
+        if platform != .apns, FCMMessage.isToken(text) { return text }
+        switch platform {
+        case .apns: throw .invalid(field, "a device token is 64 hex digits")
+        case .fcm: throw .invalid(field, "an FCM registration token is 100 to 4,096 letters, digits, '-', '_', ':' or '.'")
+        case nil: throw .invalid(field, "a device token is 64 hex digits (APNs) or an FCM registration token")
         }
-        return text.lowercased()
     }
 
     /// The application's user reference: 1 to 255 bytes, no control characters.
