@@ -159,7 +159,7 @@ let package = Package(
         .executableTarget(
             name: "APNsSimulator",
             dependencies: [
-                "Simulator", "Settings", "Observability", "APNs", "Support", argumentParser, logging, serviceLifecycle, unixSignals,
+                "Simulator", "Settings", "Observability", "APNs", "Support", "FCM", argumentParser, logging, serviceLifecycle, unixSignals,
             ],
             swiftSettings: swiftSettings
         ),

@@ -15,6 +15,9 @@
 #   AuthKey_BETAKEY001.p8         a second signing key of the same team (an app's own key; Apple may restrict a key to
 #   AuthKey_BETAKEY001.pub.pem    one bundle id or environment), and its public half
 #   AuthKey_OTHERKEY01.p8         a key the simulator does not know
+#   fcm-service-account.json      a Firebase service account like the console's JSON key file (project pushchat-dev,
+#                                 an RSA key), whose token_uri is the simulator's token endpoint on 127.0.0.1, port
+#                                 $PUSHCHAT_DEV_FCM_PORT (default 2198)
 #
 # The passphrase is $PUSHCHAT_DEV_PASSPHRASE, default "pushchat". Idempotent: a complete, valid set is kept.
 # Needs the openssl command (Debian package openssl).
@@ -25,7 +28,7 @@ command -v openssl >/dev/null || { echo "dev-certs: the openssl command is missi
 
 mkdir -p "$dir"
 cd "$dir"
-files=(ca.pem server.pem server-key.pem ck.pem ck.p12 ck-legacy.pem ck-unencrypted.pem other-ck.pem AuthKey_DEVKEY0001.p8 AuthKey_DEVKEY0001.pub.pem AuthKey_BETAKEY001.p8 AuthKey_BETAKEY001.pub.pem AuthKey_OTHERKEY01.p8)
+files=(ca.pem server.pem server-key.pem ck.pem ck.p12 ck-legacy.pem ck-unencrypted.pem other-ck.pem AuthKey_DEVKEY0001.p8 AuthKey_DEVKEY0001.pub.pem AuthKey_BETAKEY001.p8 AuthKey_BETAKEY001.pub.pem AuthKey_OTHERKEY01.p8 fcm-service-account.json)
 complete=true
 for file in "${files[@]}"; do [ -s "$file" ] || complete=false; done
 if $complete && openssl verify -CAfile ca.pem server.pem >/dev/null 2>&1 && openssl verify -CAfile ca.pem ck.pem >/dev/null 2>&1 \
@@ -81,6 +84,16 @@ openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out AuthKey_BETA
 openssl pkey -in AuthKey_BETAKEY001.p8 -pubout -out AuthKey_BETAKEY001.pub.pem 2>/dev/null
 # Another key: tokens it signs are refused
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out AuthKey_OTHERKEY01.p8 2>/dev/null
+
+# A Firebase service account, as the console's "Generate new private key" gives it (RSA 2048, PKCS#8 in the JSON)
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$work/fcm-key.pem" 2>/dev/null
+fcm_port=${PUSHCHAT_DEV_FCM_PORT:-2198}
+{
+    printf '{\n  "type": "service_account",\n  "project_id": "pushchat-dev",\n  "private_key_id": "%s",\n' "$(openssl rand -hex 20)"
+    printf '  "private_key": "%s",\n' "$(awk '{printf "%s\\n", $0}' "$work/fcm-key.pem")"
+    printf '  "client_email": "pushchat-push@pushchat-dev.iam.gserviceaccount.com",\n  "client_id": "100000000000000000001",\n'
+    printf '  "auth_uri": "https://accounts.google.com/o/oauth2/auth",\n  "token_uri": "https://127.0.0.1:%s/token"\n}\n' "$fcm_port"
+} > fcm-service-account.json
 
 chmod 644 ca.pem server.pem AuthKey_DEVKEY0001.pub.pem AuthKey_BETAKEY001.pub.pem
 echo "dev-certs: created development certificates in $dir (passphrase: \$PUSHCHAT_DEV_PASSPHRASE or the default)"

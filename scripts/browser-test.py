@@ -140,8 +140,11 @@ def main():
     browser = None
     try:
         certs = os.path.join(work, "certs")
+        gateway, feedback, status, api, push_status, fcm = (free_port() for _ in range(6))
+        # The development service account's token URI names the simulator's Google port.
         subprocess.run(["bash", os.path.join(REPO, "deploy/dev-certs.sh"), certs], check=True, stdout=subprocess.DEVNULL,
-                       env=dict(os.environ, PUSHCHAT_DEV_PASSPHRASE="browser-test"))
+                       env=dict(os.environ, PUSHCHAT_DEV_PASSPHRASE="browser-test", PUSHCHAT_DEV_FCM_PORT=str(fcm)))
+        service_account = os.path.join(certs, "fcm-service-account.json")
         if SERVICE_USER:
             group = pwd.getpwnam(SERVICE_USER).pw_gid
             for directory, _, files in os.walk(work):
@@ -150,7 +153,6 @@ def main():
                 for name in files:
                     os.chown(os.path.join(directory, name), 0, group)
                     os.chmod(os.path.join(directory, name), 0o640)
-        gateway, feedback, status, api, push_status = (free_port() for _ in range(5))
         environment = {k: v for k, v in os.environ.items() if not k.startswith("PUSHCHAT_")}
         environment.update({
             "PUSHCHAT_DATABASE_URL": url, "PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": str(api),
@@ -159,6 +161,8 @@ def main():
             "PUSHCHAT_APNS_CA_FILE": os.path.join(certs, "ca.pem"), "PUSHCHAT_LOG_FILE": "-",
             "PUSHCHAT_PUSH_SETTLE": "0.2", "PUSHCHAT_PUSH_STATUS_PORT": str(push_status),
             "PUSHCHAT_MIGRATIONS_DIR": os.path.join(REPO, "migrations"),
+            "PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE": service_account, "PUSHCHAT_FCM_HOST": f"127.0.0.1:{fcm}",
+            "PUSHCHAT_FCM_CA_FILE": os.path.join(certs, "ca.pem"),
         })
         migrate = subprocess.run(as_service_user([os.path.join(BIN, "pushchat-api"), "migrate", "development"]),
                                  env=environment, capture_output=True, text=True, cwd=work)
@@ -171,7 +175,8 @@ def main():
                                               stdout=log, stderr=subprocess.STDOUT, cwd=work))
 
         start("pushchat-apns-sim", ["--certs", certs, "--gateway-port", str(gateway), "--feedback-port", str(feedback),
-                                    "--http2-port", "0", "--status-port", str(status)])
+                                    "--http2-port", "0", "--status-port", str(status), "--fcm-port", str(fcm),
+                                    "--fcm-service-account", service_account])
         start("pushchat-api", ["serve", "development"])
         start("pushchat-push", ["development"])
 
@@ -196,6 +201,14 @@ def main():
 
         submit("api_join.html", ann)
         submit("api_join_2013.html", bob)
+        # An Android phone in the same room (the chat API's platform=fcm; the test pages are the iPhone apps' forms).
+        dee = {"udid": "d" * 40, "token": "dEe0android:APA91b" + "Q" * 140, "name": "Dee", "code": "browser room"}
+        joined = browser.evaluate(
+            f"fetch('{base.removesuffix('/test')}/api.php', {{method: 'POST', body: new URLSearchParams("
+            f"{json.dumps(dict(dee, cmd='join', platform='fcm'))})}}).then(r => r.status)")
+        if joined != 200:
+            fail(f"the Android phone's join answered {joined!r}")
+        print("    join (platform=fcm): OK")
 
         # The simulator's page, open in a second tab before the message is sent: it must update by itself.
         screen = browser.tab()
@@ -206,7 +219,7 @@ def main():
 
         submit("api_message.html", {"udid": ann["udid"], "text": text})
         users = psql(url, "SELECT string_agg(nickname || '=' || udid, ',' ORDER BY nickname) FROM active_users")
-        if users != f"Ann={ann['udid']},Bob={bob['user_id'].lower()}":
+        if users != f"Ann={ann['udid']},Bob={bob['user_id'].lower()},Dee={dee['udid']}":
             fail(f"active_users holds {users!r}")
         stored = psql(url, "SELECT text FROM messages")
         if stored != text:
@@ -223,13 +236,22 @@ def main():
             fail(f"Bob's lock screen shows {found!r}")
         if browser.evaluate("window.openedBeforeTheMessage") is not True:
             fail("the page was reloaded instead of updating itself")
+        android = f'section.phone[data-token="{dee["token"]}"]'
+        found = wait_until("the message on Dee's Android lock screen", lambda: browser.evaluate(
+            f"(document.querySelector('{android}') || {{innerText: ''}}).innerText"), timeout=15)
+        if "Ann" not in found or text not in found or "Android" not in found:
+            fail(f"Dee's Android lock screen shows {found!r}")
+        if browser.evaluate(f"document.querySelector('{android}').dataset.platform") != "android":
+            fail("Dee's phone is not shown as an Android phone")
+        if browser.evaluate(f"document.querySelector('{selector}').dataset.platform") != "iphone":
+            fail("Bob's phone is not shown as an iPhone")
         if browser.evaluate(f"document.querySelector('section.phone[data-token=\"{ann['token']}\"]') !== null"):
             fail("Ann's own message appears on her lock screen")
         wait_until("the row for Bob to be stamped sent", lambda: psql(
             url, f"SELECT count(*) FROM push_queue WHERE device_token = '{bob['token']}' AND time_sent IS NOT NULL") == "1")
         screenshot = os.path.join(OUTPUT, "lock-screen.png")
         browser.screenshot(screenshot)
-        print(f"    the message is on Bob's lock screen (the open page updated itself); screenshot: {screenshot}")
+        print(f"    the message is on Bob's iPhone and Dee's Android lock screens (the open page updated itself); screenshot: {screenshot}")
     finally:
         if browser:
             browser.close()

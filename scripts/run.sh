@@ -83,10 +83,15 @@ gateway_port=$(port_or_free 2195)
 feedback_port=$(port_or_free 2196)
 status_port=$(port_or_free 8095)
 http2_port=$(port_or_free 2197)
+fcm_port=$(port_or_free 2198)
+# The development service account, its token URI pointing at the simulator's port.
+sed "s#https://127.0.0.1:[0-9]*/token#https://127.0.0.1:$fcm_port/token#" .local/certs/fcm-service-account.json >.local/fcm-service-account.json
+chmod 600 .local/fcm-service-account.json
 mkdir -p log
-echo "==> starting the APNs simulator (record: log/apns-sim-notifications.jsonl)"
+echo "==> starting the APNs and FCM simulator (record: log/apns-sim-notifications.jsonl)"
 "$bin/pushchat-apns-sim" --certs .local/certs --gateway-port "$gateway_port" --feedback-port "$feedback_port" \
-    --http2-port "$http2_port" --status-port "$status_port" --record log/apns-sim-notifications.jsonl &
+    --http2-port "$http2_port" --status-port "$status_port" --record log/apns-sim-notifications.jsonl \
+    --fcm-port "$fcm_port" --fcm-service-account .local/fcm-service-account.json &
 children+=($!)
 wait_for_port "$gateway_port"
 export PUSHCHAT_APNS_GATEWAY="127.0.0.1:$gateway_port" PUSHCHAT_APNS_FEEDBACK="127.0.0.1:$feedback_port"
@@ -94,6 +99,9 @@ export PUSHCHAT_APNS_GATEWAY="127.0.0.1:$gateway_port" PUSHCHAT_APNS_FEEDBACK="1
 export PUSHCHAT_APNS_HOST="127.0.0.1:$http2_port" PUSHCHAT_APNS_TOPIC=${PUSHCHAT_APNS_TOPIC:-com.example.PushChat}
 export PUSHCHAT_APNS_KEY_FILE=${PUSHCHAT_APNS_KEY_FILE:-.local/certs/AuthKey_DEVKEY0001.p8}
 export PUSHCHAT_APNS_KEY_ID=${PUSHCHAT_APNS_KEY_ID:-DEVKEY0001} PUSHCHAT_APNS_TEAM_ID=${PUSHCHAT_APNS_TEAM_ID:-DEVTEAM001}
+# Android: FCM through the simulator's Google side, with the development service account.
+export PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE="$PWD/.local/fcm-service-account.json" PUSHCHAT_FCM_HOST="127.0.0.1:$fcm_port"
+export PUSHCHAT_FCM_CA_FILE="$PWD/.local/certs/ca.pem"
 
 api_port=$(port_or_free "${PUSHCHAT_API_PORT:-44447}")
 export PUSHCHAT_API_HOST=${PUSHCHAT_API_HOST:-127.0.0.1} PUSHCHAT_API_PORT=$api_port
@@ -124,6 +132,10 @@ children+=($!)
 wait_for_port "$api_port"
 
 api="http://127.0.0.1:$api_port"
+# An Android phone in the demo room, so a message there shows on an iPhone and an Android lock screen.
+android_token="dKx3dEmo0android:APA91bH$(printf 'Q%.0s' {1..140})"
+curl -s -o /dev/null -d cmd=join -d udid="$(printf '%040d' 9)" -d token="$android_token" -d name=Dee -d code=demo -d platform=fcm "$api/api.php" \
+    || echo "    (could not join the demo Android phone)" >&2
 cat <<TXT
 
 PushChat Server is running (development mode).
@@ -133,8 +145,9 @@ PushChat Server is running (development mode).
                  $api/test/api_join.html   $api/test/api_message.html   (2011 app: udid)
                  $api/test/api_join_2013.html   $api/test/api_message_2013.html   (2013 app: user_id)
   Database check $api/test/database
-  Arrived        http://127.0.0.1:$status_port/  (the APNs simulator: a lock screen per device, updating live;
-                 the same as JSON at /status.json)
+  Arrived        http://127.0.0.1:$status_port/  (the simulator: a lock screen per iPhone and Android phone, updating
+                 live; the same as JSON at /status.json)
+  Android        Dee's Android phone is in the room "demo" (platform=fcm): messages there go out over FCM too
                  log/apns-sim-notifications.jsonl (every notification the simulator accepted)
   Apps           $bin/pushchat-api apps list development   (default: the chat API; beta: its own key and topic)
                  KEY=\$($bin/pushchat-api keys create beta-\$RANDOM development --app beta --scope send --scope broadcast --scope devices:write | tail -n 1)

@@ -1,5 +1,6 @@
 import APNs
 import ArgumentParser
+import FCM
 import Foundation
 import Logging
 import Observability
@@ -14,7 +15,8 @@ import UnixSignals
 struct SimulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushchat-apns-sim",
-        abstract: "A local APNs simulator: binary gateway, feedback service and a status page, on loopback.",
+        abstract:
+            "A local APNs simulator: binary gateway, feedback service, HTTP/2 API and a status page, on loopback; FCM and its token endpoint with --fcm-service-account.",
         discussion: "Create its certificates first with deploy/dev-certs.sh DIR."
     )
 
@@ -61,6 +63,19 @@ struct SimulatorCommand: AsyncParsableCommand {
     var readDelayMs: Int?
     @Option(help: "Refuse every connection for this many seconds after start.")
     var refuseFor: Double?
+    @Option(
+        name: .customLong("fcm-service-account"),
+        help:
+            "Play Google too: a Firebase service-account JSON file whose assertions the token endpoint takes (its public key) and whose project takes messages; repeatable. deploy/dev-certs.sh makes fcm-service-account.json."
+    )
+    var fcmServiceAccount: [String] = []
+    @Option(
+        name: .customLong("fcm-port"),
+        help: "Google's side (FCM and the token endpoint, one TLS port) with --fcm-service-account (0: any free port)."
+    )
+    var fcmPort = 2198
+    @Option(name: .customLong("fcm-unregistered"), help: "File of FCM registration tokens (one per line) answered 404 UNREGISTERED.")
+    var fcmUnregistered: String?
     @Option(help: "Log level.")
     var logLevel = "info"
 
@@ -105,6 +120,11 @@ struct SimulatorCommand: AsyncParsableCommand {
             let named = name.hasPrefix("AuthKey_") && name.hasSuffix(".pub.pem") ? String(name.dropFirst(8).dropLast(8)) : nil
             configuration.http2.verifiers.append(try ProviderTokenVerifier(keyID: named ?? keyID, teamID: teamID, publicKeyPEM: pem))
         }
+        if !fcmServiceAccount.isEmpty {
+            configuration.fcmPort = fcmPort
+            configuration.fcm.accounts = try fcmServiceAccount.map { SimulatorConfiguration.FCMAccount(try ServiceAccount(file: $0)) }
+        }
+        if let fcmUnregistered { configuration.fcm.unregisteredTokens = Set(try Self.lines(of: fcmUnregistered)) }
         configuration.recordFile = record
         if let unregistered {
             configuration.unregisteredTokens = Set(try Self.lines(of: unregistered).map { $0.lowercased() })

@@ -16,8 +16,10 @@ package struct LockScreenItem: Sendable, Equatable {
     /// Keys beside `aps` (the app's own data), sorted.
     package var customKeys: [String] = []
     /// Which app it is for: the `apns-topic` (HTTP/2; with several apps on one server each has its own), or
-    /// "PushChat" over the binary interface, which names no topic.
+    /// "PushChat" over the binary interface, which names no topic; an Android phone's is its Firebase project.
     package var app = "PushChat"
+    /// An Android phone (the notification came through the simulator's FCM).
+    package var android = false
 
     /// Reads `notification`'s payload; a payload that is not a JSON object shows as its raw text.
     package init(_ notification: AcceptedNotification) {
@@ -27,6 +29,10 @@ package struct LockScreenItem: Sendable, Equatable {
             let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         else {
             body = notification.payload
+            return
+        }
+        if notification.format == "fcm" {
+            readFCM(object)
             return
         }
         customKeys = object.keys.filter { $0 != "aps" }.sorted()
@@ -54,6 +60,26 @@ package struct LockScreenItem: Sendable, Equatable {
         }
         let contentAvailable = (aps["content-available"] as? NSNumber)?.intValue == 1
         silent = contentAvailable && aps["alert"] == nil && badge == nil && sound == nil
+    }
+
+    /// An FCM request body as an Android phone shows it: the notification's title and body (a chat body "Ann: hi" as
+    /// on the iPhone), the sound of `android.notification`, the data keys; data only is delivered to the app silently.
+    private mutating func readFCM(_ request: [String: Any]) {
+        android = true
+        let message = request["message"] as? [String: Any] ?? [:]
+        let notification = message["notification"] as? [String: Any] ?? [:]
+        let androidNotification = (message["android"] as? [String: Any])?["notification"] as? [String: Any] ?? [:]
+        title = notification["title"] as? String ?? androidNotification["title"] as? String
+        let text = notification["body"] as? String ?? androidNotification["body"] as? String
+        if title == nil, let text, let separator = text.range(of: ": ") {
+            title = String(text[..<separator.lowerBound])
+            body = String(text[separator.upperBound...])
+        } else {
+            body = text
+        }
+        sound = androidNotification["sound"] as? String
+        customKeys = ((message["data"] as? [String: Any])?.keys).map { $0.sorted() } ?? []
+        silent = title == nil && body == nil
     }
 }
 

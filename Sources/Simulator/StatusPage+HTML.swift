@@ -48,9 +48,11 @@ extension StatusPage {
     static func phone(_ screen: LockScreen) -> String {
         let token = screen.token
         let short = token.count > 16 ? "\(token.prefix(8))…\(token.suffix(8))" : token
-        var html = "<section class=\"phone\" data-token=\"\(escape(token))\">\n"
+        // An Android phone (its notifications came through FCM) or an iPhone.
+        let platform = screen.items.first?.android == true ? "android" : "iphone"
+        var html = "<section class=\"phone \(platform)\" data-token=\"\(escape(token))\" data-platform=\"\(platform)\">\n"
         html += "<div class=\"clock\">\(time(screen.items.first?.arrival ?? Date()))</div>\n"
-        html += "<div class=\"device\" title=\"\(escape(token))\">device \(escape(short))</div>\n"
+        html += "<div class=\"device\" title=\"\(escape(token))\">\(platform == "android" ? "Android" : "iPhone") \(escape(short))</div>\n"
         for item in screen.items {
             html += notification(item)
         }

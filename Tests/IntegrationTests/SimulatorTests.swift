@@ -276,7 +276,10 @@ import Testing
             }
             let status = try #require(ports.status)
             let page = try await TLSTestClient.get(port: status, path: "/")
-            #expect(page.contains("<section class=\"phone\" data-token=\"\(DeviceToken.hex(Self.token(2)))\">"), "\(page)")
+            #expect(
+                page.contains("<section class=\"phone iphone\" data-token=\"\(DeviceToken.hex(Self.token(2)))\" data-platform=\"iphone\">"),
+                "\(page)"
+            )
             #expect(page.contains("setInterval(refresh"), "the page updates itself")
             let screens = try await TLSTestClient.get(port: status, path: "/screens")
             #expect(screens.contains("<b data-counter=\"accepted\">3</b>"))

@@ -18,6 +18,41 @@ import Testing
         )
     }
 
+    /// An FCM request as an Android phone shows it: the notification's title and body (a chat body split as on the
+    /// iPhone), the sound, the data keys, the Firebase project as the app; data alone is silent.
+    @Test func anFCMMessageShowsOnAnAndroidLockScreen() {
+        var chat = Self.accepted(
+            #"{"message":{"token":"t","notification":{"body":"Ann: hi"},"android":{"priority":"high","notification":{"sound":"default"}},"data":{"room":"r"}}}"#
+        )
+        chat = AcceptedNotification(
+            arrival: chat.arrival,
+            format: "fcm",
+            identifier: 0,
+            token: "t",
+            payload: chat.payload,
+            priority: 10,
+            expiry: 0,
+            connection: 1
+        )
+        chat.topic = "pushchat-dev"
+        let item = LockScreenItem(chat)
+        #expect(item.android && item.app == "pushchat-dev")
+        #expect(item.title == "Ann" && item.body == "hi" && item.sound == "default" && item.customKeys == ["room"] && !item.silent)
+        let data = LockScreenItem(
+            AcceptedNotification(
+                arrival: chat.arrival,
+                format: "fcm",
+                identifier: 0,
+                token: "t",
+                payload: #"{"message":{"token":"t","data":{"n":"1"}}}"#,
+                priority: 10,
+                expiry: 0,
+                connection: 1
+            )
+        )
+        #expect(data.silent && data.android)
+    }
+
     @Test func aChatMessageShowsItsSenderAndText() {
         let item = LockScreenItem(Self.accepted(#"{"aps":{"alert":"Ann: see you at 5: ok?","sound":"default"}}"#))
         #expect(item.title == "Ann")
