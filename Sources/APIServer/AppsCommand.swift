@@ -38,6 +38,11 @@ struct AppsCommand: AsyncParsableCommand {
             help: "The absolute path of a file holding the certificate key's passphrase (never on the command line)."
         )
         var passphraseFile: String?
+        @Option(
+            name: .customLong("fcm-service-account"),
+            help: "Android: the absolute path of the app's Firebase service-account JSON file (the push daemon reads it)."
+        )
+        var fcmServiceAccount: String?
 
         /// The settings, or the reason they cannot work.
         func settings() throws -> App.Settings {
@@ -70,7 +75,13 @@ struct AppsCommand: AsyncParsableCommand {
             case (_?, _?):
                 throw ValidationError("--key-file and --certificate contradict each other; give one")
             }
-            let settings = App.Settings(bundleID: bundleID, environment: environment, transport: transport, credentials: credentials)
+            let settings = App.Settings(
+                bundleID: bundleID,
+                environment: environment,
+                transport: transport,
+                credentials: credentials,
+                fcmServiceAccountFile: fcmServiceAccount
+            )
             if let problem = settings.problem { throw ValidationError(problem) }
             return settings
         }
@@ -80,7 +91,9 @@ struct AppsCommand: AsyncParsableCommand {
         /// Files the operator named that this process cannot see: said, not refused (the push daemon reads them as
         /// its own user; it alarms if it cannot).
         func missingFiles() -> [String] {
-            [keyFile, certificate, passphraseFile].compactMap { $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
+            [keyFile, certificate, passphraseFile, fcmServiceAccount].compactMap { $0 }.filter {
+                !FileManager.default.fileExists(atPath: $0)
+            }
         }
     }
 
@@ -168,8 +181,9 @@ struct AppsCommand: AsyncParsableCommand {
                         case .token(let file, let key, let team): "key \(key) team \(team) \(file)"
                         case .certificate(let path, _): "certificate \(path)"
                         }
+                    let android = settings.fcmServiceAccountFile.map { ", FCM \($0)" } ?? ""
                     print(
-                        "\(app.name)\t\(settings.bundleID)\t\(settings.environment.rawValue)\t\(settings.transport.rawValue)\t\(credentials)\t\(state)"
+                        "\(app.name)\t\(settings.bundleID)\t\(settings.environment.rawValue)\t\(settings.transport.rawValue)\t\(credentials)\(android)\t\(state)"
                     )
                 }
             }
@@ -242,6 +256,7 @@ struct AppsCommand: AsyncParsableCommand {
             case .token(_, let key, let team): "signing key \(key) of team \(team)"
             case .certificate: "a client certificate"
             }
-        return "\(settings.bundleID) in \(settings.environment.rawValue) over \(settings.transport.rawValue) with \(credentials)"
+        let android = settings.fcmServiceAccountFile == nil ? "" : ", and Android devices over FCM"
+        return "\(settings.bundleID) in \(settings.environment.rawValue) over \(settings.transport.rawValue) with \(credentials)\(android)"
     }
 }

@@ -46,14 +46,18 @@ struct AppSenders: Sendable {
                         guard let settings = app.settings else { continue }
                         do {
                             let transport = try load(settings)
+                            let fcm = try settings.fcmServiceAccountFile.map {
+                                try FCMTransport.load(serviceAccountFile: $0, configuration: configuration)
+                            }
                             if refused.removeValue(forKey: name) != nil { logger.notice("App \(name): its settings can be used again") }
                             context.status.appUsable(name)
                             let shutdown = ShutdownFlag(signal: context.signal)
                             running[name] = Running(updatedAt: app.updatedAt, shutdown: shutdown)
                             var appLogger = logger
                             appLogger[metadataKey: "push.app"] = "\(name)"
+                            let android = fcm.map { ", \($0.description)" } ?? ""
                             appLogger.info(
-                                "App \(name): \(settings.bundleID) in \(settings.environment.rawValue), \(transport.description)"
+                                "App \(name): \(settings.bundleID) in \(settings.environment.rawValue), \(transport.description)\(android)"
                             )
                             let worker = PushService.worker(
                                 transport,
@@ -62,6 +66,16 @@ struct AppSenders: Sendable {
                                 onDemand: true
                             )
                             senders.addTask { await worker() }
+                            if let fcm {
+                                var fcmLogger = appLogger
+                                fcmLogger[metadataKey: "push.platform"] = "fcm"
+                                let sender = PushService.fcmWorker(
+                                    fcm,
+                                    context: context.forApp(name, platform: .fcm, shutdown: shutdown),
+                                    logger: fcmLogger
+                                )
+                                senders.addTask { await sender() }
+                            }
                         } catch {
                             let reason = String(describing: error)
                             if refused[name]?.updatedAt != app.updatedAt || refused[name]?.reason != reason {

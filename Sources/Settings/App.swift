@@ -24,12 +24,21 @@ package struct App: Sendable, Equatable {
         package var environment: Environment
         package var transport: APNsTransport
         package var credentials: Credentials
+        /// The Firebase service-account file for the app's Android devices (nil: none; their rows wait).
+        package var fcmServiceAccountFile: String?
 
-        package init(bundleID: String, environment: Environment, transport: APNsTransport, credentials: Credentials) {
+        package init(
+            bundleID: String,
+            environment: Environment,
+            transport: APNsTransport,
+            credentials: Credentials,
+            fcmServiceAccountFile: String? = nil
+        ) {
             self.bundleID = bundleID
             self.environment = environment
             self.transport = transport
             self.credentials = credentials
+            self.fcmServiceAccountFile = fcmServiceAccountFile
         }
     }
 
@@ -104,6 +113,9 @@ extension App.Settings {
             if let passphraseFile, !passphraseFile.hasPrefix("/") {
                 return "--passphrase-file must be an absolute path (the push daemon reads it), got '\(passphraseFile)'"
             }
+        }
+        if let file = fcmServiceAccountFile, !file.hasPrefix("/") {
+            return "--fcm-service-account must be an absolute path (the push daemon reads it), got '\(file)'"
         }
         return nil
     }

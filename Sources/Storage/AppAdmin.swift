@@ -15,16 +15,17 @@ package struct AppAdmin: Sendable {
     }
 
     static let columns =
-        "name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file, created_at, updated_at, disabled_at"
+        "name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file, created_at, updated_at, disabled_at, fcm_service_account_file"
 
     /// Adds an app; false when one of that name exists.
     package func add(name: String, settings: App.Settings) async throws -> Bool {
         let row = Self.Row(settings)
         let rows = try await connection.query(
             """
-            INSERT INTO apps (name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file)
+            INSERT INTO apps (name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file,
+                              fcm_service_account_file)
             VALUES (\(name), \(row.bundleID), \(row.environment), \(row.transport), \(row.keyFile), \(row.keyID), \(row.teamID),
-                    \(row.certificate), \(row.passphraseFile))
+                    \(row.certificate), \(row.passphraseFile), \(row.fcmServiceAccountFile))
             ON CONFLICT (name) DO NOTHING RETURNING 1
             """,
             logger: logger
@@ -39,7 +40,7 @@ package struct AppAdmin: Sendable {
             """
             UPDATE apps SET bundle_id = \(row.bundleID), environment = \(row.environment), transport = \(row.transport),
                 key_file = \(row.keyFile), key_id = \(row.keyID), team_id = \(row.teamID), certificate = \(row.certificate),
-                passphrase_file = \(row.passphraseFile), updated_at = now()
+                passphrase_file = \(row.passphraseFile), fcm_service_account_file = \(row.fcmServiceAccountFile), updated_at = now()
             WHERE name = \(name) RETURNING 1
             """,
             logger: logger
@@ -95,8 +96,10 @@ package struct AppAdmin: Sendable {
         var teamID: String?
         var certificate: String?
         var passphraseFile: String?
+        var fcmServiceAccountFile: String?
 
         init(_ settings: App.Settings) {
+            fcmServiceAccountFile = settings.fcmServiceAccountFile
             bundleID = settings.bundleID
             environment = settings.environment.rawValue
             transport = settings.transport.rawValue
@@ -109,8 +112,10 @@ package struct AppAdmin: Sendable {
 
     /// A row of ``columns`` as an app (the table's constraints make every row one of the two shapes).
     static func decode(_ row: PostgresRow) throws -> App {
-        let (name, bundleID, environment, transport, keyFile, keyID, teamID, certificate, passphraseFile, created, updated, disabled) =
-            try row.decode((String, String?, String?, String?, String?, String?, String?, String?, String?, Date, Date, Date?).self)
+        let (name, bundleID, environment, transport, keyFile, keyID, teamID, certificate, passphraseFile, created, updated, disabled, fcm) =
+            try row.decode(
+                (String, String?, String?, String?, String?, String?, String?, String?, String?, Date, Date, Date?, String?).self
+            )
         var settings: App.Settings?
         if let bundleID, let environment = environment.flatMap(App.Environment.init(rawValue:)),
             let transport = transport.flatMap(APNsTransport.init(rawValue:))
@@ -123,7 +128,15 @@ package struct AppAdmin: Sendable {
                 } else {
                     nil
                 }
-            settings = credentials.map { App.Settings(bundleID: bundleID, environment: environment, transport: transport, credentials: $0) }
+            settings = credentials.map {
+                App.Settings(
+                    bundleID: bundleID,
+                    environment: environment,
+                    transport: transport,
+                    credentials: $0,
+                    fcmServiceAccountFile: fcm
+                )
+            }
         }
         return App(name: name, settings: settings, createdAt: created, updatedAt: updated, disabledAt: disabled)
     }

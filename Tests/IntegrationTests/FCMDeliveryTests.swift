@@ -214,6 +214,46 @@ import _CryptoExtras
         }
     }
 
+    /// An app with a service account of its own sends its Android rows with it (`apps add --fcm-service-account`),
+    /// found at the daemon's read of the apps; the default app, with none configured, keeps its Android rows queued.
+    @Test func anAppsOwnServiceAccountSendsItsAndroidRows() async throws {
+        try await Self.run { harness, configuration in
+            let file = try #require(configuration.fcm.serviceAccountFile)
+            var settings = App.Settings(
+                bundleID: "com.example.Beta",
+                environment: .sandbox,
+                transport: .http2,
+                credentials: .token(keyFile: TestCertificates.path("AuthKey_BETAKEY001.p8"), keyID: "BETAKEY001", teamID: "DEVTEAM001")
+            )
+            settings.fcmServiceAccountFile = file
+            let added = try await TestDatabase.withConnection(harness.url) { connection in
+                try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: "beta", settings: settings)
+            }
+            #expect(added)
+            try await Self.queue(harness, fcm: [1, 2])
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    "UPDATE push_queue SET app = 'beta' WHERE device_token = \(Self.token(2))",
+                    logger: TestDatabase.logger
+                )
+            }
+            var withoutDefault = configuration
+            withoutDefault.fcm.serviceAccountFile = nil
+            withoutDefault.apns.host = Endpoint(host: "127.0.0.1", port: harness.ports.http2)
+            try await Self.withDaemon(harness, withoutDefault) {
+                try await harness.waitUntil("beta's Android row is sent") {
+                    try await harness.count("app = 'beta' AND time_sent IS NOT NULL") == 1
+                }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            #expect(
+                try await harness.count("app = 'default' AND time_sent IS NULL AND time_failed IS NULL") == 1,
+                "no default account: waits"
+            )
+            #expect(harness.simulator.state.accepted.map(\.token) == [Self.token(2)])
+        }
+    }
+
     /// A service-account file the daemon cannot use stops it at start with one line naming the setting (exit 78).
     @Test func aBadServiceAccountFileIsRefusedAtStart() async throws {
         var configuration = Configuration(mode: .development, databaseURL: try DatabaseURL(parsing: "postgres://u@127.0.0.1/db"))
