@@ -181,7 +181,9 @@ done
 
 step "development certificates and the simulator standing in for Apple"
 certs=$scratch/certs
-PUSHCHAT_DEV_PASSPHRASE=deploy-test deploy/dev-certs.sh "$certs" >/dev/null
+# The simulator plays Google too, on this port: the development service account's token URI names it.
+fcm_port=$(free_port)
+PUSHCHAT_DEV_PASSPHRASE=deploy-test PUSHCHAT_DEV_FCM_PORT=$fcm_port deploy/dev-certs.sh "$certs" >/dev/null
 keys=$scratch/keys
 mkdir -p "$keys"
 cp "$certs/AuthKey_DEVKEY0001.p8" "$keys/"
@@ -198,6 +200,7 @@ cp "$simulator" "$scratch/pushchat-apns-sim"
 simulator=$scratch/pushchat-apns-sim
 "$simulator" --certs "$certs" --gateway-port 0 --feedback-port 0 --http2-port "$http2_port" --no-status \
     --topic com.example.PushChat --topic com.example.PushChat.beta --unregistered "$scratch/unregistered.txt" --record "$scratch/record.jsonl" \
+    --fcm-port "$fcm_port" --fcm-service-account "$certs/fcm-service-account.json" \
     >"$scratch/simulator.log" 2>&1 &
 pids+=($!)
 
@@ -252,7 +255,15 @@ run_guide_block install "$repo" /dev/null
     echo "# deploy-test: the local simulator stands in for Apple"
     echo "PUSHCHAT_APNS_HOST=127.0.0.1:$http2_port"
     echo "PUSHCHAT_APNS_CA_FILE=$etc/apns-ca.pem"
+    echo "PUSHCHAT_FCM_HOST=127.0.0.1:$fcm_port"
+    echo "PUSHCHAT_FCM_CA_FILE=$etc/apns-ca.pem"
 } >>"$etc/pushchat.env"
+
+step "Android phones (the guide's §3): the Firebase service account, the sender's alone"
+cp "$certs/fcm-service-account.json" "$keys/"
+run_guide_block android "$keys" /dev/null
+[ "$(stat -c '%a %U %G' "$etc/fcm-service-account.json")" = "600 pushchat pushchat" ] || die "the service account is not 0600 pushchat:pushchat"
+grep -q "^PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE=$etc/fcm-service-account.json$" "$etc/apns.env" || die "apns.env does not name the service account"
 
 step "migrate as the owner, the services' grants (the guide's §4) and the metrics folder (§6)"
 run_guide_block migrate "$repo" /dev/null
@@ -320,7 +331,7 @@ tr '\0' '\n' <"/proc/$api_pid/environ" | grep -q '^PUSHCHAT_APNS_\(KEY\|TEAM\|CE
     && die "the API's environment holds APNs credentials"
 tr '\0' '\n' <"/proc/$push_pid/environ" | grep -q '^PUSHCHAT_APNS_KEY_FILE=.*/AuthKey_DEVKEY0001.p8$' \
     || die "the push daemon has no key file"
-for file in AuthKey_DEVKEY0001.p8 apns.env pushchat.env; do
+for file in AuthKey_DEVKEY0001.p8 apns.env pushchat.env fcm-service-account.json; do
     runuser -u pushchat-api -- cat "$etc/$file" >/dev/null 2>&1 && die "the API's user can read $file"
     runuser -u pushchat -- cat "$etc/$file" >/dev/null 2>&1 || die "the sender's user cannot read $file"
 done
@@ -342,6 +353,27 @@ grep "$token_b" "$scratch/record.jsonl" | grep -q "Ann: Deployed by the guide" |
 for _ in $(seq 1 50); do
     [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")" = 0 ] && break
     sleep 0.1
+done
+
+step "an iPhone and an Android phone in one room: the message goes out over APNs and FCM"
+token_f="dEpl0yAndroid:APA91b$(printf 'Z%.0s' {1..140})"
+token_i=$(printf 'c3%.0s' {1..32})
+[ "$(post --data-urlencode cmd=join --data-urlencode udid=4444444444444444444444444444444444444444 --data-urlencode "token=$token_i" --data-urlencode name=Eve --data-urlencode code=mixed)" = 200 ] || die "join Eve (iPhone)"
+[ "$(post --data-urlencode cmd=join --data-urlencode udid=5555555555555555555555555555555555555555 --data-urlencode "token=$token_f" --data-urlencode name=Dee --data-urlencode code=mixed --data-urlencode platform=fcm)" = 200 ] || die "join Dee (Android, platform=fcm)"
+[ "$(post --data-urlencode cmd=message --data-urlencode udid=4444444444444444444444444444444444444444 --data-urlencode 'text=Hello Android')" = 200 ] || die "message to the mixed room"
+for _ in $(seq 1 100); do
+    grep -q "$token_f" "$scratch/record.jsonl" 2>/dev/null && break
+    sleep 0.1
+done
+grep "$token_f" "$scratch/record.jsonl" | grep '"format":"fcm"' | grep -q 'Eve: Hello Android' || die "the message did not arrive at the simulator's FCM (see push.log)"
+grep -q 'Connection OK (FCM)' "$scratch/push.log" || die "the push daemon logged no FCM connection"
+for _ in $(seq 1 50); do
+    [ "$(db "SELECT count(*) FROM push_queue WHERE platform = 'fcm' AND time_sent IS NOT NULL")" = 1 ] && break
+    sleep 0.1
+done
+[ "$(db "SELECT count(*) FROM push_queue WHERE platform = 'fcm' AND time_sent IS NOT NULL")" = 1 ] || die "the Android row is not stamped sent"
+for udid in 4444444444444444444444444444444444444444 5555555555555555555555555555555555555555; do
+    [ "$(post --data-urlencode cmd=leave --data-urlencode udid=$udid)" = 200 ] || die "leave $udid"
 done
 [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND device_token = '$token_b'")" = 1 ] || die "B's row is not stamped sent"
 [ "$(db "SELECT count(*) FROM push_queue WHERE time_failed IS NOT NULL AND device_token = '$token_c'")" = 1 ] || die "C's row did not fail (410)"

@@ -6,6 +6,7 @@
 #   binary      binary notification frames (commands 0, 1, 2) and error responses
 #   feedback    feedback-service tuples
 #   provider    the provider API's JSON bodies (notifications, devices); parsed JSON must serialize and parse back equal
+#   fcm         FCM's answers (error bodies, Retry-After), the token endpoint's answers, service-account files
 #
 #   ./scripts/fuzz.sh [SECONDS]        each target for SECONDS (default 60)
 #
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 seed=${PUSHCHAT_FUZZ_SEED:-$((RANDOM * 32768 + RANDOM + 1))}
 runs=${PUSHCHAT_FUZZ_RUNS:--1}
-read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider}"
+read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider fcm}"
 out="$PWD/.local/test-output/fuzz"
 mkdir -p "$out"
 

@@ -1,5 +1,6 @@
 import API
 import APNs
+import FCM
 import Foundation
 import NIOCore
 import Settings
@@ -7,12 +8,13 @@ import Support
 
 /// libFuzzer entry points for every parser of untrusted bytes: the API's form bodies (urlencoded and multipart), the
 /// binary frame decoder (what the simulator reads from providers) and the gateway's error responses, and feedback
-/// tuples, and the provider API's JSON bodies. `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
+/// tuples, the provider API's JSON bodies, and what Google sends (FCM's answers, the token endpoint's, service-account
+/// files). `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
 ///
 /// Built with libFuzzer by `scripts/fuzz.sh` (`--sanitize fuzzer --sanitize address`, `-D FUZZING`); built normally it
 /// is `pushchat-fuzz`, a replayer, which runs every file of a corpus through the same code (what CI and the tests run).
 enum FuzzTarget: String, CaseIterable {
-    case forms, multipart, binary, feedback, provider
+    case forms, multipart, binary, feedback, provider, fcm
 
     static var selected: FuzzTarget {
         FuzzTarget(rawValue: ProcessInfo.processInfo.environment["PUSHCHAT_FUZZ"] ?? "") ?? .forms
@@ -52,6 +54,17 @@ enum FuzzTarget: String, CaseIterable {
             _ = try? NotificationRequest(body: body, transport: .http2)
             _ = try? NotificationRequest(body: body, transport: .binary)
             _ = try? DeviceRegistration(body: body)
+        case .fcm:
+            // FCM's answer to a send under every status it gives (the first line as a Retry-After), the token
+            // endpoint's answer, and the bytes as a service-account file.
+            let body = Array(bytes)
+            let retryAfter = String(decoding: body.prefix { $0 != UInt8(ascii: "\n") }.prefix(16), as: UTF8.self)
+            for status in [200, 400, 401, 403, 404, 429, 500, 503] {
+                let answer = FCMAnswer(status: status, body: body, retryAfter: retryAfter)
+                _ = (answer.verdict, answer.statusText)
+            }
+            _ = AccessToken(body: body, now: Date())
+            _ = try? ServiceAccount(json: Data(body), path: "fuzz")
         }
     }
 }
