@@ -167,7 +167,7 @@ let package = Package(
         .target(
             name: "Benchmarks",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "Simulator", "Push", postgres, logging,
+                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "Simulator", "Push", "FCM", postgres, logging,
                 nioCore, nioPosix, nioHTTP1, nioSSL, nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings

@@ -98,7 +98,22 @@ extension Bench {
         if groups.contains("rounds") { results += try await rounds(rows: plan.roundRows, alreadyHeld: plan.holdSnapshot) }
         if groups.contains("soak") { results += try await soak(minutes: plan.soakMinutes, rate: plan.soakRate) }
         if groups.contains("apps") { results += try await appFairness(rows: plan.memoryRows) }
+        if groups.contains("fcm") { results += try await fcmFigures(plan) }
         return results
+    }
+
+    /// FCM's drain with the defaults (up to 4 connections on demand, one shared access token) beside APNs' HTTP/2 in the
+    /// same run, at the plan's round trip (issue 30: at 50 ms, at least 20,000 messages/s, none sent twice).
+    private func fcmFigures(_ plan: BenchPlan) async throws -> [Figure] {
+        let apns = try await drain(
+            rows: plan.rows,
+            daemons: 1,
+            transport: .http2,
+            connections: 4,
+            summary: "beside it, APNs over HTTP/2 with the same defaults"
+        )
+        let fcm = try await drain(rows: plan.rows, daemons: 1, transport: .http2, connections: 4, platform: .fcm)
+        return fcm.figures + apns.figures
     }
 
     /// The default (up to 4 connections, each opened while the open ones' streams are saturated) and one connection;

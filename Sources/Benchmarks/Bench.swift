@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import Foundation
 import Logging
 import Observability
@@ -23,6 +24,8 @@ package final class Bench: Sendable {
     let simulator: APNsSimulator
     let ports: APNsSimulator.Ports
     let environment: [String: String]
+    /// What a daemon needs to send Android rows through the simulator's FCM (the FCM figures add it).
+    let fcmEnvironment: [String: String]
     /// `--env`: applied last, over each figure's own settings.
     let overrides: [String: String]
     let binDir: String
@@ -35,6 +38,7 @@ package final class Bench: Sendable {
         simulator: APNsSimulator,
         ports: APNsSimulator.Ports,
         environment: [String: String],
+        fcmEnvironment: [String: String],
         overrides: [String: String],
         binDir: String,
         logger: Logger,
@@ -45,6 +49,7 @@ package final class Bench: Sendable {
         self.simulator = simulator
         self.ports = ports
         self.environment = environment
+        self.fcmEnvironment = fcmEnvironment
         self.overrides = overrides
         self.binDir = binDir
         self.logger = logger
@@ -81,6 +86,17 @@ package final class Bench: Sendable {
             )
         ]
         configuration.http2.topics = [developmentTopic, Self.betaTopic]
+        // Google's side on a port known in advance: the development service account's token URI names it.
+        let fcmPort = try FreePort.loopback()
+        let accountFile = NSTemporaryDirectory() + "pushchat-bench-fcm-\(getpid()).json"
+        let template = try String(contentsOfFile: certs + "/fcm-service-account.json", encoding: .utf8)
+        try template.replacingOccurrences(
+            of: #"https://127\.0\.0\.1:[0-9]+/token"#,
+            with: "https://127.0.0.1:\(fcmPort)/token",
+            options: .regularExpression
+        ).write(toFile: accountFile, atomically: true, encoding: .utf8)
+        configuration.fcmPort = fcmPort
+        configuration.fcm.accounts = [SimulatorConfiguration.FCMAccount(try ServiceAccount(file: accountFile))]
         configuration.statusPort = nil
         configuration.keepAll = false
         configuration.recentLimit = 10
@@ -98,13 +114,16 @@ package final class Bench: Sendable {
         guard let ports = await iterator.next() else { throw SimulatorError(reason: "the simulator did not start") }
         // Apple's distance: the daemons reach the simulator through proxies that delay each byte rtt/2 each way.
         var proxies: [LatencyProxy] = []
-        var (gatewayPort, http2Port) = (ports.gateway, ports.http2)
+        var (gatewayPort, http2Port, fcmHostPort) = (ports.gateway, ports.http2, fcmPort)
         if rtt > .zero {
             proxies = [
                 LatencyProxy(upstreamPort: ports.gateway, oneWay: rtt / 2), LatencyProxy(upstreamPort: ports.http2, oneWay: rtt / 2),
+                LatencyProxy(upstreamPort: fcmPort, oneWay: rtt / 2),
             ]
             gatewayPort = try await proxies[0].start()
             http2Port = try await proxies[1].start()
+            // FCM's messages cross the distance; the token URI (once an hour) is reached directly.
+            fcmHostPort = try await proxies[2].start()
         }
         let started = proxies
         let environment = [
@@ -128,10 +147,16 @@ package final class Bench: Sendable {
             simulator: simulator,
             ports: ports,
             environment: environment,
+            fcmEnvironment: [
+                "PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE": accountFile,
+                "PUSHCHAT_FCM_HOST": "127.0.0.1:\(fcmHostPort)",
+                "PUSHCHAT_FCM_CA_FILE": certs + "/ca.pem",
+            ],
             overrides: overrides,
             binDir: binDir,
             logger: logger
         ) {
+            try? FileManager.default.removeItem(atPath: accountFile)
             for proxy in started { await proxy.stop() }
             stopContinuation.finish()
             _ = try? await running.value
@@ -159,22 +184,37 @@ package final class Bench: Sendable {
         summary: String? = nil,
         memory: Bool = false,
         oneDaemonRate: Double? = nil,
-        fresh: Bool = true
+        fresh: Bool = true,
+        platform: Platform = .apns
     ) async throws -> (figures: [Figure], rate: Double) {
-        progress("drain (\(transport.rawValue))")
+        progress("drain (\(platform == .fcm ? "FCM" : transport.rawValue))")
         // A fresh queue (truncated and vacuumed), or rows added behind the earlier rounds' (back-to-back drains).
         if fresh { try await query("TRUNCATE push_queue") }
         let firstID = try await scalar("SELECT coalesce(max(message_id), 0) FROM push_queue")
-        try await query(
-            """
-            INSERT INTO push_queue (device_token, payload)
-            SELECT md5(g::text) || md5((g + 1)::text), '{"aps":{"alert":"Ann: message number ' || g || '","sound":"default"}}'
-            FROM generate_series(1, \(rows)) g
-            """
-        )
+        switch platform {
+        case .apns:
+            try await query(
+                """
+                INSERT INTO push_queue (device_token, payload)
+                SELECT md5(g::text) || md5((g + 1)::text), '{"aps":{"alert":"Ann: message number ' || g || '","sound":"default"}}'
+                FROM generate_series(1, \(rows)) g
+                """
+            )
+        case .fcm:
+            // Registration tokens of FCM's shape (103 characters), the chat's FCM message.
+            try await query(
+                """
+                INSERT INTO push_queue (platform, device_token, payload)
+                SELECT 'fcm', md5(g::text) || md5((g + 1)::text) || md5((g + 2)::text) || ':APA91b',
+                       '{"notification":{"body":"Ann: message number ' || g || '"},"android":{"priority":"high"}}'
+                FROM generate_series(1, \(rows)) g
+                """
+            )
+        }
         if fresh { try await query("VACUUM ANALYZE push_queue") }
         let acceptedBefore = simulator.state.counters.accepted
-        let daemonEnvironment = ["PUSHCHAT_APNS_TRANSPORT": transport.rawValue, "PUSHCHAT_APNS_CONNECTIONS": "\(connections)"]
+        var daemonEnvironment = ["PUSHCHAT_APNS_TRANSPORT": transport.rawValue, "PUSHCHAT_APNS_CONNECTIONS": "\(connections)"]
+        if platform == .fcm { daemonEnvironment.merge(fcmEnvironment) { $1 } }
         let processes = try (0..<daemons).map { _ in try startDaemon(extra: daemonEnvironment) }
         func stopDaemons() {
             for process in processes where process.isRunning { process.terminate() }
@@ -240,7 +280,7 @@ package final class Bench: Sendable {
         let target = transport == .http2 ? 20_000.0 : 50_000.0
         var figures = [
             Figure(
-                name: "queue drain, \(transport == .http2 ? "HTTP/2" : "binary"), \(label)",
+                name: "queue drain, \(platform == .fcm ? "FCM" : transport == .http2 ? "HTTP/2" : "binary"), \(label)",
                 value:
                     "\(Int(rate)) rows/s (\(rows) rows in \(String(format: "%.2f", span)) s; \(String(format: "%.2f", wall.seconds)) s with start-up; \(cpu))",
                 target: daemons == 1 ? (transport == .http2 ? "≥ 20,000 / s" : "≥ 50,000 / s") : "higher than one, no row sent twice",

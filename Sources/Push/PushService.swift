@@ -172,7 +172,8 @@ package final class PushService: Service, Sendable {
                 var logger = self.logger
                 logger[metadataKey: "push.platform"] = "fcm"
                 let context = context.forApp(App.defaultName, platform: .fcm, shutdown: context.shutdown)
-                workers.addTask { await Self.fcmWorker(fcm, context: context, logger: logger)() }
+                let sender = Self.fcmWorker(fcm, context: context, connections: configuration.push.connections, logger: logger)
+                workers.addTask { await sender() }
             }
             // The other apps' senders, each on its own connection while it has rows.
             let apps = AppSenders(configuration: configuration, context: context, catalog: AppCatalog(database: database, logger: logger))
@@ -204,16 +205,29 @@ package final class PushService: Service, Sendable {
         }
     }
 
-    /// One FCM sender: its connection opens while its queue has rows; its access tokens are fetched with a client of
-    /// its own, shut down when the sender stops.
-    static func fcmWorker(_ fcm: FCMTransport, context: WorkerContext, logger: Logger) -> @Sendable () async -> Void {
+    /// One FCM sender: its first connection opens while its queue has rows, up to `connections` more while the open
+    /// ones are saturated (as over APNs' HTTP/2); every connection uses the one access token, fetched with a client of
+    /// the sender's own, shut down when the sender stops.
+    static func fcmWorker(
+        _ fcm: FCMTransport,
+        context: WorkerContext,
+        connections: Int = 1,
+        logger: Logger
+    ) -> @Sendable () async -> Void {
         {
             let client = fcm.makeTokenClient()
             let tokens = AccessTokens(account: fcm.account, client: client, logger: logger)
             let destination = FCMDestination(connector: fcm.connector, account: fcm.account, tokens: tokens, settings: context.settings)
-            var driver = SenderDriver(context: context, destination: destination, index: 1, logger: logger)
-            driver.onDemand = true
-            await driver.run()
+            let demand = connections > 1 ? ConnectionDemand() : nil
+            await withTaskGroup(of: Void.self) { group in
+                for index in 1...max(1, connections) {
+                    var logger = logger
+                    if connections > 1 { logger[metadataKey: "push.connection"] = "fcm-\(index)" }
+                    var driver = SenderDriver(context: context, destination: destination, index: index, logger: logger, demand: demand)
+                    driver.onDemand = true
+                    group.addTask { await driver.run() }
+                }
+            }
             try? await client.shutdown()
         }
     }

@@ -83,6 +83,18 @@ final class FCMHandler: ChannelInboundHandler {
         guard let request = requests.removeValue(forKey: streamID) else { return }
         let answer = self.answer(request)
         if answer.status != 200 { state.recordRejection("fcm \(answer.status)") }
+        if let delay = options.answerDelay {
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: .nanoseconds(delay.nanoseconds)) {
+                let (handler, context) = loopBound.value
+                handler.respond(answer, on: streamID, context: context)
+            }
+        } else {
+            respond(answer, on: streamID, context: context)
+        }
+    }
+
+    private func respond(_ answer: Answer, on streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         var headers: HPACKHeaders = [":status": "\(answer.status)", "content-type": "application/json; charset=UTF-8"]
         if let retryAfter = answer.retryAfter { headers.add(name: "retry-after", value: "\(retryAfter)") }
         context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)

@@ -138,6 +138,8 @@ package struct SimulatorConfiguration: Sendable {
         package var unavailableRequests = 0
         /// Seconds an access token it issues is good for (Google: 3599).
         package var accessTokenLifetime = 3599
+        /// Wait this long before each answer to a message (FCM busy; rows stay in flight).
+        package var answerDelay: Duration?
 
         package init() {}
     }

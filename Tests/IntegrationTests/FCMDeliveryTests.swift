@@ -23,6 +23,7 @@ import _CryptoExtras
     /// service-account file for it, and the harness; `options` holds the simulator's FCM faults.
     static func run(
         _ options: SimulatorConfiguration.FCMOptions = .init(),
+        maxStreams: Int? = nil,
         _ body: @Sendable (PushHarness, _ configuration: Configuration) async throws -> Void
     ) async throws {
         let port = try FreePort.loopback()
@@ -39,6 +40,7 @@ import _CryptoExtras
         var simulator = SimulatorTests.configuration()
         simulator.fcmPort = port
         simulator.fcm = options
+        if let maxStreams { simulator.http2.maxConcurrentStreams = maxStreams }
         simulator.fcm.accounts = [SimulatorConfiguration.FCMAccount(try ServiceAccount(file: file))]
         try await PushHarness.run(simulator: simulator) { harness in
             var configuration = harness.configuration()
@@ -167,6 +169,17 @@ import _CryptoExtras
         try await Self.run(options) { harness, configuration in
             try await Self.queue(harness, fcm: Array(1...10))
             try await TestDatabase.withConnection(harness.url) { connection in
+                for (n, name) in [(1, "Gone"), (2, "Mismatch")] {
+                    try await connection.query(
+                        """
+                        INSERT INTO active_users (udid, device_token, platform, nickname, secret_code, token_updated_at)
+                        VALUES (\(String(format: "%040x", n)), \(Self.token(n)), 'fcm', \(name), 'room', now() - interval '1 hour')
+                        """,
+                        logger: TestDatabase.logger
+                    )
+                }
+            }
+            try await TestDatabase.withConnection(harness.url) { connection in
                 try await connection.query(
                     "INSERT INTO push_queue (platform, device_token, payload) VALUES ('fcm', \(Self.token(11)), '{\"data\":{\"n\":1}}')",
                     logger: TestDatabase.logger
@@ -195,6 +208,27 @@ import _CryptoExtras
             )
             #expect(reports == "\(Self.token(1))|fcm 404 UNREGISTERED", "only UNREGISTERED is reported, case kept")
             #expect(harness.simulator.state.counters.rejectedByStatus["fcm 429", default: 0] == 3)
+            // The feedback job prunes the Android chat user UNREGISTERED names (registered before the report), by
+            // the same rules as Apple's 410; the one FCM called a sender mismatch stays.
+            let client = Database.makeClient(
+                url: harness.url,
+                applicationName: "pushchat-tests",
+                keepOpen: false,
+                logger: TestDatabase.logger
+            )
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                let store = FeedbackStore(client: client, logger: TestDatabase.logger)
+                let applied = try await store.applyInvalidTokens(try await store.pendingReports())
+                #expect(applied.daemon.deleted == 1)
+                group.cancelAll()
+            }
+            let left = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT string_agg(nickname, ',' ORDER BY nickname) FROM active_users",
+                as: String.self
+            )
+            #expect(left == "Mismatch")
         }
     }
 
@@ -251,6 +285,37 @@ import _CryptoExtras
                 "no default account: waits"
             )
             #expect(harness.simulator.state.accepted.map(\.token) == [Self.token(2)])
+        }
+    }
+
+    /// kill -9 of the daemon while it drains Android rows loses nothing: rows it held come back when their lease runs
+    /// out and the next daemon sends them (some may arrive twice, as over APNs: at least once, never lost).
+    @Test func killMinus9DuringAnFCMDrainLosesNothing() async throws {
+        var options = SimulatorConfiguration.FCMOptions()
+        options.answerDelay = .milliseconds(20)
+        // At most 10 in flight, each answered after 20 ms: about 500 a second, so each kill lands mid-drain.
+        try await Self.run(options, maxStreams: 10) { harness, configuration in
+            try await Self.queue(harness, fcm: Array(1...2000))
+            var environment = harness.environment(configuration)
+            environment["PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE"] = configuration.fcm.serviceAccountFile
+            environment["PUSHCHAT_FCM_HOST"] = configuration.fcm.host.description
+            environment["PUSHCHAT_FCM_CA_FILE"] = configuration.fcm.caFile
+            environment["PUSHCHAT_PUSH_REQUEST_TIMEOUT"] = "2"
+            let fcm: @Sendable () -> [AcceptedNotification] = { harness.simulator.state.accepted.filter { $0.format == "fcm" } }
+            for round in 1...2 {
+                let (process, _) = try PushProcessTests.start(environment)
+                try await harness.waitUntil(timeout: .seconds(20), "round \(round) delivers something") { fcm().count >= round * 200 }
+                kill(process.processIdentifier, SIGKILL)
+                _ = try await PushProcessTests.waitForExit(process, timeout: .seconds(5))
+                #expect(process.terminationReason == .uncaughtSignal)
+            }
+            #expect(try await harness.count("time_sent IS NULL") > 0, "the kills came before the drain was done")
+            let (process, _) = try PushProcessTests.start(environment)
+            try await harness.waitUntilAllSent(2000, timeout: .seconds(60))
+            process.terminate()
+            #expect(try await PushProcessTests.waitForExit(process, timeout: .seconds(15)))
+            #expect(Set(fcm().map(\.token)) == Set((1...2000).map(Self.token)), "every Android row reached FCM")
+            #expect(try await harness.count("claimed_until IS NOT NULL AND time_sent IS NULL") == 0, "none stays claimed")
         }
     }
 
