@@ -178,7 +178,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // libFuzzer entry points for the parsers of untrusted bytes (scripts/fuzz.sh); a corpus replayer otherwise.
-        .executableTarget(name: "Fuzz", dependencies: ["API", "APNs", "FCM", "Settings", "Support", nioCore], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "Fuzz",
+            dependencies: ["API", "APNs", "FCM", "Settings", "Support", nioCore],
+            swiftSettings: swiftSettings
+        ),
         // Pure unit tests, one target per library; integration tests (PostgreSQL, sockets, executables) apart.
         .testTarget(name: "SupportTests", dependencies: ["Support"], swiftSettings: swiftSettings),
         .testTarget(
