@@ -104,26 +104,8 @@ package final class APNsSimulator: Service, Sendable {
         }
         let http2: any Channel
         do {
-            http2 = try await bind(port: configuration.http2Port) { [state, logger, http2TLSContext, http2Faults, configuration] channel in
-                guard let connection = state.connectionOpened() else { return channel.close() }
-                return channel.eventLoop.makeCompletedFuture {
-                    let settings = [
-                        HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.http2.maxConcurrentStreams),
-                        HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                    ]
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: http2TLSContext))
-                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
-                    try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler(window: .init(target: 4 << 20)))
-                    try channel.pipeline.syncOperations.addHandler(
-                        HTTP2Handler(
-                            options: configuration.http2,
-                            state: state,
-                            faults: http2Faults,
-                            connection: connection,
-                            logger: logger
-                        )
-                    )
-                }
+            http2 = try await bindHTTP2(port: configuration.http2Port) { [state, logger, http2Faults, configuration] connection in
+                HTTP2Handler(options: configuration.http2, state: state, faults: http2Faults, connection: connection, logger: logger)
             }
         } catch {
             try? await gateway.close()
@@ -133,20 +115,8 @@ package final class APNsSimulator: Service, Sendable {
         var fcm: (any Channel)?
         if let fcmPort = configuration.fcmPort {
             do {
-                fcm = try await bind(port: fcmPort) { [state, logger, http2TLSContext, fcmAuth, configuration] channel in
-                    guard let connection = state.connectionOpened() else { return channel.close() }
-                    return channel.eventLoop.makeCompletedFuture {
-                        let settings = [
-                            HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.http2.maxConcurrentStreams),
-                            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                        ]
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: http2TLSContext))
-                        try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
-                        try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler(window: .init(target: 4 << 20)))
-                        try channel.pipeline.syncOperations.addHandler(
-                            FCMHandler(options: configuration.fcm, auth: fcmAuth, state: state, connection: connection, logger: logger)
-                        )
-                    }
+                fcm = try await bindHTTP2(port: fcmPort) { [state, logger, fcmAuth, configuration] connection in
+                    FCMHandler(options: configuration.fcm, auth: fcmAuth, state: state, connection: connection, logger: logger)
                 }
             } catch {
                 try? await gateway.close()
@@ -183,6 +153,27 @@ package final class APNsSimulator: Service, Sendable {
             )
             try? await gracefulShutdown()
             logger.info("APNs simulator stopping")
+        }
+    }
+
+    /// A TLS listener speaking HTTP/2 (ALPN h2, the configured stream limit) whose streams `makeHandler` answers
+    /// inline, given the connection's number (Apple's provider API, Google's side).
+    private func bindHTTP2(
+        port: Int,
+        _ makeHandler: @escaping @Sendable (_ connection: Int) -> any ChannelHandler
+    ) async throws -> any Channel {
+        try await bind(port: port) { [state, http2TLSContext, configuration] channel in
+            guard let connection = state.connectionOpened() else { return channel.close() }
+            return channel.eventLoop.makeCompletedFuture {
+                let settings = [
+                    HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.http2.maxConcurrentStreams),
+                    HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                ]
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: http2TLSContext))
+                try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
+                try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler(window: .init(target: 4 << 20)))
+                try channel.pipeline.syncOperations.addHandler(makeHandler(connection))
+            }
         }
     }
 

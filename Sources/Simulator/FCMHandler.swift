@@ -16,17 +16,13 @@ final class FCMHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    private struct Request {
-        var headers: HPACKHeaders
-        var body = ByteBuffer()
-    }
-
     let options: SimulatorConfiguration.FCMOptions
     let auth: FCMAuthState
     let state: SimulatorState
     let connection: Int
     let logger: Logger
-    private var requests: [HTTP2StreamID: Request] = [:]
+    /// A message is small (FCM takes 4 kB of data): 64 kB per request is kept.
+    private var requests = HTTP2Requests(maximumBody: 65_536)
     private var accepted: [AcceptedNotification] = []
 
     init(options: SimulatorConfiguration.FCMOptions, auth: FCMAuthState, state: SimulatorState, connection: Int, logger: Logger) {
@@ -38,21 +34,7 @@ final class FCMHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        switch frame.payload {
-        case .headers(let headers):
-            if requests[frame.streamID] == nil { requests[frame.streamID] = Request(headers: headers.headers) }
-            if headers.endStream { complete(frame.streamID, context: context) }
-        case .data(let data):
-            if case .byteBuffer(var buffer) = data.data, (requests[frame.streamID]?.body.readableBytes ?? 0) < 65_536 {
-                requests[frame.streamID]?.body.writeBuffer(&buffer)
-            }
-            if data.endStream { complete(frame.streamID, context: context) }
-        case .rstStream:
-            requests[frame.streamID] = nil
-        default:
-            break
-        }
+        if let (streamID, request) = requests.read(unwrapInboundIn(data)) { complete(streamID, request, context: context) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -66,7 +48,7 @@ final class FCMHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("FCM connection \(connection): \(error)")
         if let streamID = HTTP2StreamErrors.stream(of: error) {
-            requests[streamID] = nil
+            requests.drop(streamID)
             return
         }
         context.close(promise: nil)
@@ -79,8 +61,7 @@ final class FCMHandler: ChannelInboundHandler {
         var retryAfter: Int?
     }
 
-    private func complete(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
-        guard let request = requests.removeValue(forKey: streamID) else { return }
+    private func complete(_ streamID: HTTP2StreamID, _ request: HTTP2Requests.Request, context: ChannelHandlerContext) {
         let answer = self.answer(request)
         if answer.status != 200 { state.recordRejection("fcm \(answer.status)") }
         if let delay = options.answerDelay {
@@ -107,7 +88,7 @@ final class FCMHandler: ChannelInboundHandler {
         context.flush()
     }
 
-    private func answer(_ request: Request) -> Answer {
+    private func answer(_ request: HTTP2Requests.Request) -> Answer {
         let headers = request.headers
         let path = headers.first(name: ":path") ?? ""
         guard headers.first(name: ":method") == "POST" else { return Self.error(405, "METHOD_NOT_ALLOWED", nil, "POST only") }

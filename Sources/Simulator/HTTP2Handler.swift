@@ -18,17 +18,12 @@ final class HTTP2Handler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    private struct Request {
-        var headers: HPACKHeaders
-        var body = ByteBuffer()
-    }
-
     let options: SimulatorConfiguration.HTTP2Options
     let state: SimulatorState
     let faults: HTTP2FaultState
     let connection: Int
     let logger: Logger
-    private var requests: [HTTP2StreamID: Request] = [:]
+    private var requests = HTTP2Requests()
     private var handled = 0
     private var goingAway = false
     private var accepted: [AcceptedNotification] = []
@@ -50,23 +45,7 @@ final class HTTP2Handler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        switch frame.payload {
-        case .headers(let headers):
-            if requests[frame.streamID] == nil {
-                requests[frame.streamID] = Request(headers: headers.headers)
-            }
-            if headers.endStream { complete(frame.streamID, context: context) }
-        case .data(let data):
-            if case .byteBuffer(var buffer) = data.data {
-                requests[frame.streamID]?.body.writeBuffer(&buffer)
-            }
-            if data.endStream { complete(frame.streamID, context: context) }
-        case .rstStream:
-            requests[frame.streamID] = nil
-        default:
-            break
-        }
+        if let (streamID, request) = requests.read(unwrapInboundIn(data)) { complete(streamID, request, context: context) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -77,8 +56,8 @@ final class HTTP2Handler: ChannelInboundHandler {
         context.flush()
     }
 
-    private func complete(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
-        guard let request = requests.removeValue(forKey: streamID), !goingAway else { return }
+    private func complete(_ streamID: HTTP2StreamID, _ request: HTTP2Requests.Request, context: ChannelHandlerContext) {
+        guard !goingAway else { return }
         handled += 1
         if clientCertificate == nil {
             clientCertificate = (try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self))?.peerCertificate != nil
@@ -112,7 +91,7 @@ final class HTTP2Handler: ChannelInboundHandler {
     }
 
     /// What Apple would answer; `nil` never happens here (silence is a fault, injected above).
-    private func answer(_ request: Request) -> HTTP2FaultState.Answer? {
+    private func answer(_ request: HTTP2Requests.Request) -> HTTP2FaultState.Answer? {
         let headers = request.headers
         guard headers.first(name: ":method") == "POST" else { return .init(status: 405, reason: "MethodNotAllowed") }
         let path = headers.first(name: ":path") ?? ""
@@ -227,7 +206,7 @@ final class HTTP2Handler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("HTTP/2 connection \(connection): \(error)")
         if let streamID = HTTP2StreamErrors.stream(of: error) {
-            requests[streamID] = nil  // reset by NIOHTTP2; the connection carries on
+            requests.drop(streamID)  // reset by NIOHTTP2; the connection carries on
             return
         }
         context.close(promise: nil)

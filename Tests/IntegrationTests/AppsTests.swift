@@ -306,15 +306,7 @@ import Testing
                     try await connection.query(statement, logger: TestDatabase.logger)
                 }
             }
-            let client = Database.makeClient(
-                url: harness.url,
-                applicationName: "pushchat-tests",
-                keepOpen: false,
-                logger: TestDatabase.logger
-            )
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                let store = FeedbackStore(client: client, logger: TestDatabase.logger)
+            try await TestDatabase.withFeedbackStore(harness.url) { store in
                 try await store.client.query(
                     InvalidTokenUpsert.statement(
                         [
@@ -329,7 +321,6 @@ import Testing
                 #expect(pending.apps == ["beta", "beta"] && pending.wouldDelete == 2)
                 let applied = try await store.applyInvalidTokens(pending)
                 #expect(applied.daemon.deleted == 2)
-                group.cancelAll()
             }
             let left = try await TestDatabase.scalar(
                 harness.url,

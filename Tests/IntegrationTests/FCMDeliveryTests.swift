@@ -210,18 +210,9 @@ import _CryptoExtras
             #expect(harness.simulator.state.counters.rejectedByStatus["fcm 429", default: 0] == 3)
             // The feedback job prunes the Android chat user UNREGISTERED names (registered before the report), by
             // the same rules as Apple's 410; the one FCM called a sender mismatch stays.
-            let client = Database.makeClient(
-                url: harness.url,
-                applicationName: "pushchat-tests",
-                keepOpen: false,
-                logger: TestDatabase.logger
-            )
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                let store = FeedbackStore(client: client, logger: TestDatabase.logger)
+            try await TestDatabase.withFeedbackStore(harness.url) { store in
                 let applied = try await store.applyInvalidTokens(try await store.pendingReports())
                 #expect(applied.daemon.deleted == 1)
-                group.cancelAll()
             }
             let left = try await TestDatabase.scalar(
                 harness.url,

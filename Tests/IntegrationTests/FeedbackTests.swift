@@ -289,15 +289,7 @@ import Testing
                 }
             }
             try await report(1...2, "1 hour")
-            let client = Database.makeClient(
-                url: harness.url,
-                applicationName: "pushchat-tests",
-                keepOpen: false,
-                logger: TestDatabase.logger
-            )
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                let store = FeedbackStore(client: client, logger: TestDatabase.logger)
+            try await TestDatabase.withFeedbackStore(harness.url) { store in
                 let checked = try await store.pendingReports()
                 #expect(checked.wouldDelete == 2, "within a limit of, say, 2")
                 #expect(checked.tokens == [PushHarness.token(1), PushHarness.token(2)])
@@ -311,7 +303,6 @@ import Testing
                 let next = try await store.pendingReports()
                 #expect(next.tokens.count == 9, "the renewed one and the 8 new ones wait for the next run's check")
                 #expect(next.wouldDelete == 9)
-                group.cancelAll()
             }
         }
     }

@@ -113,3 +113,15 @@ actor TemplateDatabase {
         return try await task.value
     }
 }
+
+extension TestDatabase {
+    /// A feedback store on a pool of its own over `url`, for as long as `body` runs.
+    static func withFeedbackStore<T: Sendable>(_ url: DatabaseURL, _ body: (FeedbackStore) async throws -> T) async throws -> T {
+        let client = Database.makeClient(url: url, applicationName: "pushchat-tests", keepOpen: false, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(FeedbackStore(client: client, logger: logger))
+        }
+    }
+}
