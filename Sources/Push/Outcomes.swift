@@ -81,9 +81,11 @@ final class Outcomes: Sendable {
     }
 
     /// Rows to send again after `delay` (HTTP/2 429 and 5xx), keeping the answer in the row.
-    func deferred(_ item: QueuedNotification, delay: Duration, status: String, reason: String) {
+    func deferred(_ item: QueuedNotification, delay: Duration, status: String, reason: String, growing: Bool = false) {
         pending.withLockedValue {
-            $0.batch.deferred.append(PushQueue.Deferral(messageID: item.messageID, delay: delay, status: status, reason: reason))
+            $0.batch.deferred.append(
+                PushQueue.Deferral(messageID: item.messageID, delay: delay, status: status, reason: reason, growing: growing)
+            )
         }
         wake.signal()
     }

@@ -245,14 +245,20 @@ package struct PushQueue: Sendable {
         package let delay: Duration
         package let status: String
         package let reason: String
+        /// Exponential backoff: `delay` doubles with each attempt the row has had (at most ``maximumGrowingDelay``).
+        package let growing: Bool
 
-        package init(messageID: Int64, delay: Duration, status: String, reason: String) {
+        package init(messageID: Int64, delay: Duration, status: String, reason: String, growing: Bool = false) {
             self.messageID = messageID
             self.delay = delay
             self.status = status
             self.reason = reason
+            self.growing = growing
         }
     }
+
+    /// The longest a growing deferral waits.
+    static let maximumGrowingDelay: Duration = .seconds(60)
 
     /// How long retryable answers (429, 5xx) are tried again before a row is failed.
     package struct RetryLimit: Sendable, Equatable {
@@ -282,9 +288,12 @@ package struct PushQueue: Sendable {
         return """
             WITH d AS (
                 SELECT * FROM unnest(\(deferrals.map(\.messageID))::int8[], \(seconds)::float8[], \(deferrals.map(\.status))::text[],
-                    \(deferrals.map(\.reason))::text[]) AS d(id, seconds, status, reason)
+                    \(deferrals.map(\.reason))::text[], \(deferrals.map(\.growing))::bool[]) AS d(id, seconds, status, reason, growing)
             ), judged AS (
-                SELECT q.message_id, d.seconds, d.status, d.reason,
+                SELECT q.message_id, d.status, d.reason,
+                       CASE WHEN d.growing
+                            THEN least(\(Self.maximumGrowingDelay.seconds), d.seconds * power(2, least(greatest(q.attempts - 1, 0), 20)))
+                            ELSE d.seconds END AS seconds,
                        q.attempts >= \(limit.attempts)
                        OR ((q.expiration IS NULL OR q.expiration <= q.time_queued)
                            AND q.time_queued < now() - make_interval(secs => \(limit.age.seconds))) AS give_up,

@@ -189,3 +189,40 @@ import Testing
         }
     }
 }
+
+extension ClaimTests {
+    /// A growing deferral (FCM's 429 or 503 without Retry-After) doubles with each attempt the row has had, up to a
+    /// minute; a fixed one (Retry-After, APNs) waits what it says.
+    @Test func growingDeferralsBackOffExponentially() async throws {
+        try await Self.withQueue(rows: 4) { queue, url in
+            let claimed = try await queue.claim(limit: 4).map(\.messageID)
+            #expect(claimed.count == 4)
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    "UPDATE push_queue SET attempts = CASE message_id % 4 WHEN 1 THEN 1 WHEN 2 THEN 3 WHEN 3 THEN 9 ELSE 2 END",
+                    logger: TestDatabase.logger
+                )
+            }
+            var results = PushQueue.Results()
+            results.deferred = claimed.map { id in
+                PushQueue.Deferral(
+                    messageID: id,
+                    delay: .seconds(id % 4 == 0 ? 7 : 1),
+                    status: "503",
+                    reason: "UNAVAILABLE",
+                    growing: id % 4 != 0
+                )
+            }
+            #expect(try await queue.record(results) == 0)
+            let waits = try await TestDatabase.scalar(
+                url,
+                """
+                SELECT string_agg(round(extract(epoch FROM claimed_until - now()))::text, ',' ORDER BY message_id % 4)
+                FROM push_queue
+                """,
+                as: String.self
+            )
+            #expect(waits == "7,1,4,60", "fixed 7 s; 1 s after one attempt, 4 s after three, a minute at most (256 s after nine)")
+        }
+    }
+}

@@ -310,6 +310,54 @@ import _CryptoExtras
         }
     }
 
+    /// A token near its expiry is renewed once, in the background, while the requests keep using it: tokens that live
+    /// 302 s are due for renewal 2 s after issue (5 minutes ahead), so a second batch 3 s later renews it once.
+    @Test func aTokenNearItsExpiryIsRenewedOnceNotPerRequest() async throws {
+        var options = SimulatorConfiguration.FCMOptions()
+        options.accessTokenLifetime = 302
+        try await Self.run(options) { harness, configuration in
+            try await Self.queue(harness, fcm: Array(1...20))
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntilAllSent(20)
+                #expect(harness.simulator.fcmAuth.tokensIssued == 1)
+                try await Task.sleep(for: .seconds(3))
+                try await Self.queue(harness, fcm: Array(21...520))
+                try await harness.waitUntilAllSent(520)
+            }
+            #expect(harness.simulator.fcmAuth.tokensIssued == 2, "one renewal for the 500 requests of the second batch")
+            #expect(try await harness.count("last_status IS NOT NULL") == 0, "no request was refused on the way")
+        }
+    }
+
+    /// `pushchat-push` with a service-account file it cannot use stops at start: exit 78 and one line naming the
+    /// setting, the file and the field (never the key).
+    @Test func theDaemonRefusesABadServiceAccountFileAtStart() throws {
+        let file = NSTemporaryDirectory() + "pushchat-bad-fcm-\(UUID().uuidString).json"
+        try
+            #"{"type": "service_account", "project_id": "pushchat-test", "client_email": "a@b.c", "token_uri": "https://127.0.0.1/token", "private_key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let daemon = Executable(name: "pushchat-push")
+        for (path, reason) in [("/nonexistent/fcm.json", "cannot read the file"), (file, "\"private_key\" is not an RSA private key")] {
+            let result = try daemon.run(
+                ["development"],
+                environment: [
+                    "PUSHCHAT_DATABASE_URL": "postgres://u@127.0.0.1:1/db", "PUSHCHAT_APNS_CERTIFICATE": TestCertificates.path("ck.pem"),
+                    "PUSHCHAT_APNS_PASSPHRASE": TestCertificates.passphrase, "PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE": path,
+                    "PUSHCHAT_LOG_FILE": "-",
+                ]
+            )
+            #expect(result.status == 78, "\(result.standardError)")
+            let lines = result.standardError.split(separator: "\n").filter { $0.contains("fcm_service_account_file") }
+            #expect(
+                lines.count == 1 && lines.first?.contains(path) == true && lines.first?.contains(reason) == true,
+                "\(result.standardError)"
+            )
+            #expect(!result.standardError.contains("AAAA"), "the key is never printed")
+        }
+    }
+
     /// A service-account file the daemon cannot use stops it at start with one line naming the setting (exit 78).
     @Test func aBadServiceAccountFileIsRefusedAtStart() async throws {
         var configuration = Configuration(mode: .development, databaseURL: try DatabaseURL(parsing: "postgres://u@127.0.0.1/db"))

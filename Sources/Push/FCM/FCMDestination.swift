@@ -65,8 +65,9 @@ struct FCMDestination: Destination {
             tokens.rejected(generation: answer.request.tokenGeneration)
             return .retryLater(after: .seconds(1), status: status, reason: "FCM refused the access token; fetching a new one")
         case .retryLater(let after):
-            let wait = after.map { Duration.seconds($0) } ?? (fcm.status == 429 ? .seconds(5) : .seconds(2))
-            return .retryLater(after: wait, status: status, reason: reason)
+            // Google's Retry-After when it gives one; else exponential backoff from a second.
+            guard let after else { return .retryLater(after: .seconds(1), status: status, reason: reason, growing: true) }
+            return .retryLater(after: .seconds(after), status: status, reason: reason)
         }
     }
 }

@@ -117,9 +117,10 @@ extension SenderDriver {
                     logger.notice("Message \(row.messageID): \(reason); sending it again", metadata: metadata)
                 }
                 again.append(retry)
-            case .retryLater(let delay, let status, let reason):
-                logger.warning("Message \(row.messageID): \(status) \(reason); trying again in \(delay.formatted)", metadata: metadata)
-                outcomes.deferred(row, delay: delay, status: status, reason: reason)
+            case .retryLater(let delay, let status, let reason, let growing):
+                let wait = growing ? "\(delay.formatted), doubling with each attempt" : delay.formatted
+                logger.warning("Message \(row.messageID): \(status) \(reason); trying again in \(wait)", metadata: metadata)
+                outcomes.deferred(row, delay: delay, status: status, reason: reason, growing: growing)
             case .failed(let failure):
                 if failure.wrongEnvironment {
                     wrong += 1

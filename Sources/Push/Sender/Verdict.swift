@@ -20,8 +20,9 @@ enum Verdict: Sendable, Equatable {
     /// Send again at once, before anything new (a refreshed provider token; a gateway's processing error, with the
     /// row's retries counted when `countsAsRetry`).
     case again(reason: String, countsAsRetry: Bool)
-    /// Send again after `after`, keeping the answer in the row (HTTP/2 429 and 5xx).
-    case retryLater(after: Duration, status: String, reason: String)
+    /// Send again after `after`, keeping the answer in the row (HTTP/2 429 and 5xx); with `growing`, `after` doubles
+    /// with each attempt the row has had (exponential backoff, when the far end gave no `Retry-After`).
+    case retryLater(after: Duration, status: String, reason: String, growing: Bool = false)
     /// Failed for good.
     case failed(Failure)
     /// The destination says the token is no longer valid: failed, and the token recorded for the feedback job with
