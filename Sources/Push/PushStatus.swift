@@ -57,7 +57,7 @@ package final class PushStatus: Sendable {
         case .raised:
             alarm?.set(1)
             logger?.critical(
-                "APNs refuses \(Int(share * 100))% of recent tokens as BadDeviceToken or DeviceTokenNotForTopic: wrong topic or environment? (sandbox tokens sent to production, or the wrong apns_topic). Those notifications fail; no user is deleted for it"
+                "APNs or FCM refuses \(Int(share * 100))% of recent tokens for these credentials (BadDeviceToken, DeviceTokenNotForTopic, SENDER_ID_MISMATCH): wrong topic or environment? (sandbox tokens sent to production, the wrong apns_topic, or another Firebase project's service account). Those notifications fail; no user is deleted for it"
             )
         case .cleared:
             alarm?.set(0)

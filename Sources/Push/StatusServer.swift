@@ -46,7 +46,7 @@ enum StatusServer {
         if status.wrongEnvironment {
             return Response.text(
                 .serviceUnavailable,
-                "APNs refuses most tokens (BadDeviceToken/DeviceTokenNotForTopic): wrong topic or environment?"
+                "APNs or FCM refuses most tokens (BadDeviceToken/DeviceTokenNotForTopic/SENDER_ID_MISMATCH): wrong topic or environment, or another Firebase project?"
             )
         }
         return Response.text(.ok, "ready")

@@ -119,6 +119,8 @@ import _CryptoExtras
                 let key = ProviderStore.Key(name: "backend", requestsPerMinute: 0, recipientsPerMinute: 0)
                 let device = try await store.register(token: Self.token(4), user: "u", clientInfo: nil, platform: .fcm, key: key)
                 #expect(device?.0.platform == .fcm)
+                // The user's iPhone too: one notification, both platforms.
+                _ = try await store.register(token: PushHarness.token(5), user: "u", clientInfo: nil, key: key)
                 var notification = ProviderStore.Notification(
                     id: UUID(),
                     keyName: "backend",
@@ -138,11 +140,13 @@ import _CryptoExtras
                 #expect(try await store.queue(notification, maxRecipients: nil) == .notForAndroid(1))
                 #expect(try await harness.count("true") == 2, "nothing written for the refused notification")
                 notification.fcmPayload = #"{"notification":{"body":"sale"}}"#
-                #expect(try await store.queue(notification, maxRecipients: nil) == .queued(recipients: 1))
+                #expect(try await store.queue(notification, maxRecipients: nil) == .queued(recipients: 2))
+                try await Self.withDaemon(harness, configuration) {
+                    try await harness.waitUntilAllSent(4)
+                }
+                let status = try await store.status(id: notification.id, keyName: "backend")
+                #expect(status?.recipients == 2 && status?.sent == 2 && status?.pending == 0, "the status counts both platforms")
                 group.cancelAll()
-            }
-            try await Self.withDaemon(harness, configuration) {
-                try await harness.waitUntilAllSent(3)
             }
             let accepted = harness.simulator.state.accepted
             let iphone = try #require(accepted.first { $0.token == PushHarness.token(2) })
@@ -154,7 +158,8 @@ import _CryptoExtras
                     == #"{"message":{"token":"\#(Self.token(3))","notification":{"body":"Ann: hi \"all\""},"android":{"priority":"high","notification":{"sound":"default"}}}}"#
             )
             #expect(accepted.first { $0.token == Self.token(4) }?.payload.contains(#""body":"sale""#) == true)
-            #expect(accepted.count == 3, "the sender's own iPhone gets nothing; everyone else once")
+            #expect(accepted.first { $0.token == PushHarness.token(5) }?.payload == #"{"aps":{"badge":1}}"#)
+            #expect(accepted.count == 4, "the sender's own iPhone gets nothing; everyone else once")
         }
     }
 

@@ -125,7 +125,7 @@ extension SenderDriver {
                 if failure.wrongEnvironment {
                     wrong += 1
                     logger.warning(
-                        "Message \(row.messageID) refused: \(failure.reason) for token \(DeviceToken.redacted(row.deviceToken)) (not valid for this topic and environment; the user is kept)",
+                        "Message \(row.messageID) refused: \(failure.reason) for token \(DeviceToken.redacted(row.deviceToken)) (not valid for these credentials: another topic, environment or Firebase project; the user is kept)",
                         metadata: metadata
                     )
                 } else {
