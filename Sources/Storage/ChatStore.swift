@@ -63,13 +63,17 @@ package struct ChatStore: Sendable {
             ipAddress: ipAddress,
             maxRoomSize: maxRoomSize
         )
-        return try await execute(statement).count > 0
+        return try await execute(statement, committed: true).count > 0
     }
 
     /// Removes the device; returns whether it was registered.
     @discardableResult
     package func leave(udid: String) async throws -> Bool {
-        let rows = try await database.query("DELETE FROM active_users WHERE udid = \(udid) RETURNING 1", logger: logger)
+        let rows = try await database.query(
+            "DELETE FROM active_users WHERE udid = \(udid) RETURNING 1",
+            logger: logger,
+            committed: true
+        )
         return rows.count > 0
     }
 
@@ -81,7 +85,8 @@ package struct ChatStore: Sendable {
             UPDATE active_users SET device_token = \(token), platform = \(platform.rawValue), token_updated_at = now()
             WHERE udid = \(udid) RETURNING 1
             """,
-            logger: logger
+            logger: logger,
+            committed: true
         )
         return rows.count > 0
     }
@@ -95,7 +100,7 @@ package struct ChatStore: Sendable {
             let statement = ChatStatements.Message(udid: udid, text: text, maxRecipients: maxRecipients ?? -1, app: app)
             var result = MessageResult(messageID: nil, queued: 0)
             var legacyName: String?
-            for (id, queued, name, recipients) in try await execute(statement) {
+            for (id, queued, name, recipients) in try await execute(statement, committed: true) {
                 result = MessageResult(messageID: id, queued: Int(queued))
                 result.refused = maxRecipients.map { Int(recipients) > $0 } ?? false
                 result.recipients = Int(recipients)
@@ -149,9 +154,11 @@ package struct ChatStore: Sendable {
         return 0
     }
 
-    /// Runs one of the hot statements (see ``DatabaseClient/execute(_:logger:)``).
-    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row]
+    /// Runs one of the hot statements (see ``DatabaseClient/execute(_:logger:committed:)``); the writes wait for the
+    /// commit, so a 200 is never answered for a statement PostgreSQL rolled back (a restart between the statement's
+    /// end and its commit).
+    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, committed: Bool = false) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
-        try await database.execute(statement, logger: logger)
+        try await database.execute(statement, logger: logger, committed: committed)
     }
 }

@@ -129,14 +129,21 @@ extension DatabaseClient {
     }
 
     /// Runs one of the hot statements: prepared once per connection when direct, unnamed behind a pooler (which may
-    /// hand the next transaction a server connection that never saw the preparation).
-    package func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row]
+    /// hand the next transaction a server connection that never saw the preparation). With `committed`, answers only
+    /// once PostgreSQL committed it.
+    package func execute<Statement: PostgresPreparedStatement>(
+        _ statement: Statement,
+        logger: Logger,
+        committed: Bool = false
+    ) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
         try await withConnection { connection in
             // Read once the connection is leased (a request that came while the process started waited for it).
             if self.session?.isPooled == true {
                 let query = PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())
-                return try await connection.query(query, logger: logger).collect().map { try statement.decodeRow($0) }
+                let rows = try await connection.query(query, logger: logger).collect().map { try statement.decodeRow($0) }
+                if committed { try await connection.confirmCommitted(logger: logger) }
+                return rows
             }
             // postgres-nio remembers a statement whose preparation failed (a lock or statement timeout behind an
             // operator's open transaction) and fails it on that connection from then on: after any error the
@@ -144,6 +151,7 @@ extension DatabaseClient {
             do {
                 var rows: [Statement.Row] = []
                 for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                if committed { try await connection.confirmCommitted(logger: logger) }
                 return rows
             } catch {
                 try? await connection.close()

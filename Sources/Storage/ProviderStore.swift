@@ -207,7 +207,8 @@ package struct ProviderStore: Sendable {
                     registered_by = EXCLUDED.registered_by, platform = EXCLUDED.platform, updated_at = now()
                 RETURNING \(unescaped: Self.deviceColumns), (xmax = 0)
                 """,
-                logger: logger
+                logger: logger,
+                committed: true
             )
         } catch  where DatabaseError.sqlState(of: error) == "23505" {
             return nil
@@ -225,7 +226,8 @@ package struct ProviderStore: Sendable {
     package func unregister(token: String, app: String) async throws -> Bool {
         let rows = try await database.query(
             "DELETE FROM devices WHERE app = \(app) AND device_token = \(token) RETURNING 1",
-            logger: logger
+            logger: logger,
+            committed: true
         )
         return rows.count > 0
     }
@@ -336,7 +338,8 @@ package struct ProviderStore: Sendable {
             SELECT (SELECT ok FROM within), (SELECT ok FROM go), (SELECT n FROM counted), (SELECT count(*) FROM queued),
                    (SELECT android FROM counted), (SELECT count(*) FROM badges)
             """,
-            logger: logger
+            logger: logger,
+            committed: true
         )
         for (within, go, count, queued, android, _) in try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64).self) {
             if !within && android > 0 && notification.fcmPayload == nil { return .notForAndroid(Int(android)) }
