@@ -81,6 +81,8 @@ extension Bench {
             let one = try await drain(rows: plan.rows, daemons: 1)
             results += one.figures
             results += try await drain(rows: plan.rows, daemons: 2, oneDaemonRate: one.rate).figures
+            // Scale-out (issue 31): a third daemon, each its own process with its own connections.
+            results += try await drain(rows: plan.rows, daemons: 3, oneDaemonRate: one.rate).figures
         }
         if groups.contains("http2") { results += try await http2Figures(plan) }
         if groups.contains("memory") {

@@ -54,6 +54,49 @@ import Testing
         }
     }
 
+    /// Three daemons, each its own process, share one queue; kill -9 of one mid-drain loses nothing: the other two
+    /// keep sending, and the rows the dead one held come back when its lease runs out. Only those may arrive twice.
+    @Test func threeDaemonsShareTheQueueAndKillingOneLosesNothing() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.faults.readDelay = .milliseconds(10)
+        try await PushHarness.run(simulator: simulator) { harness in
+            let ids = try await harness.queue(6000)
+            let environment = harness.environment(harness.configuration())
+            let daemons = try (1...3).map { _ in try Self.start(environment).0 }
+            try await harness.waitUntil(timeout: .seconds(20), "the three daemons deliver") {
+                harness.simulator.state.counters.accepted >= 1500
+            }
+            let claimers = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT count(DISTINCT claimed_by) FROM push_queue WHERE claimed_by IS NOT NULL",
+                as: Int64.self
+            )
+            #expect(claimers >= 2, "more than one daemon claimed rows")
+            kill(daemons[0].processIdentifier, SIGKILL)
+            _ = try await Self.waitForExit(daemons[0], timeout: .seconds(5))
+            // What the dead daemon held (its claims, `host:pid`, not yet stamped): only these may arrive twice.
+            let held = try await TestDatabase.withConnection(harness.url) { connection in
+                var held = Set<UInt32>()
+                let rows = try await connection.query(
+                    """
+                    SELECT message_id FROM push_queue
+                    WHERE claimed_by LIKE '%:' || \(String(daemons[0].processIdentifier)) AND time_sent IS NULL AND time_failed IS NULL
+                    """,
+                    logger: TestDatabase.logger
+                )
+                for try await id in rows.decode(Int64.self) { held.insert(UInt32(id)) }
+                return held
+            }
+            try await harness.waitUntilAllSent(6000, timeout: .seconds(60))
+            for daemon in daemons.dropFirst() { daemon.terminate() }
+            for daemon in daemons.dropFirst() { #expect(try await Self.waitForExit(daemon, timeout: .seconds(15))) }
+            #expect(Set(harness.acceptedCounts.keys) == Set(ids.map { UInt32($0) }), "every row reached the gateway")
+            let twice = Set(harness.acceptedCounts.filter { $0.value > 1 }.keys)
+            #expect(twice.isSubset(of: held), "only what the dead daemon held may arrive twice (\(twice.subtracting(held).count) others)")
+            #expect(try await harness.count("claimed_until IS NOT NULL AND time_sent IS NULL") == 0, "none stays claimed")
+        }
+    }
+
     @Test func sigtermSettlesTheWindowAndExitsZero() async throws {
         var simulator = SimulatorTests.configuration()
         simulator.faults.readDelay = .milliseconds(30)
