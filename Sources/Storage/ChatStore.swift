@@ -63,17 +63,15 @@ package struct ChatStore: Sendable {
             ipAddress: ipAddress,
             maxRoomSize: maxRoomSize
         )
-        return try await execute(statement, committed: true).count > 0
+        // Not confirmed: a join is repeated by the app at each start (an upsert), and the extra round trip cost a quarter
+        // of the join rate (docs/BENCHMARKS.md, 2026-11-25 night); a message is confirmed.
+        return try await execute(statement).count > 0
     }
 
     /// Removes the device; returns whether it was registered.
     @discardableResult
     package func leave(udid: String) async throws -> Bool {
-        let rows = try await database.query(
-            "DELETE FROM active_users WHERE udid = \(udid) RETURNING 1",
-            logger: logger,
-            committed: true
-        )
+        let rows = try await database.query("DELETE FROM active_users WHERE udid = \(udid) RETURNING 1", logger: logger)
         return rows.count > 0
     }
 
@@ -85,8 +83,7 @@ package struct ChatStore: Sendable {
             UPDATE active_users SET device_token = \(token), platform = \(platform.rawValue), token_updated_at = now()
             WHERE udid = \(udid) RETURNING 1
             """,
-            logger: logger,
-            committed: true
+            logger: logger
         )
         return rows.count > 0
     }
@@ -154,9 +151,9 @@ package struct ChatStore: Sendable {
         return 0
     }
 
-    /// Runs one of the hot statements (see ``DatabaseClient/execute(_:logger:committed:)``); the writes wait for the
-    /// commit, so a 200 is never answered for a statement PostgreSQL rolled back (a restart between the statement's
-    /// end and its commit).
+    /// Runs one of the hot statements (see ``DatabaseClient/execute(_:logger:committed:)``); with `committed` (a
+    /// message) the answer waits for the commit, so a 200 is never given for a statement PostgreSQL rolled back (a
+    /// restart between the statement's end and its commit).
     func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, committed: Bool = false) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
         try await database.execute(statement, logger: logger, committed: committed)

@@ -123,7 +123,7 @@ extension DatabaseClient {
     package func query(_ query: PostgresQuery, logger: Logger, committed: Bool = false) async throws -> DatabaseRows {
         try await withConnection { connection in
             let rows = DatabaseRows(try await connection.query(query, logger: logger).collect())
-            if committed { try await connection.confirmCommitted(logger: logger) }
+            if committed { try await connection.confirmCommitted(logger: logger, prepared: self.session?.isPooled != true) }
             return rows
         }
     }
@@ -142,7 +142,7 @@ extension DatabaseClient {
             if self.session?.isPooled == true {
                 let query = PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())
                 let rows = try await connection.query(query, logger: logger).collect().map { try statement.decodeRow($0) }
-                if committed { try await connection.confirmCommitted(logger: logger) }
+                if committed { try await connection.confirmCommitted(logger: logger, prepared: false) }
                 return rows
             }
             // postgres-nio remembers a statement whose preparation failed (a lock or statement timeout behind an
@@ -151,7 +151,7 @@ extension DatabaseClient {
             do {
                 var rows: [Statement.Row] = []
                 for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-                if committed { try await connection.confirmCommitted(logger: logger) }
+                if committed { try await connection.confirmCommitted(logger: logger, prepared: true) }
                 return rows
             } catch {
                 try? await connection.close()
@@ -242,9 +242,15 @@ extension PostgresConnection {
     /// answered that way sent 200 rows that PostgreSQL then gave out again (CI, twice). postgres-nio starts the next
     /// request only after the last one's ReadyForQuery, so one more round trip succeeds exactly when the statement
     /// was committed; if it fails, the outcome is unknown.
-    package func confirmCommitted(logger: Logger) async throws {
+    /// `prepared`: the probe is a statement prepared once per connection (not behind a transaction pooler, which may
+    /// hand each transaction another server connection), so PostgreSQL parses it once, not per request.
+    package func confirmCommitted(logger: Logger, prepared: Bool = false) async throws {
         do {
-            _ = try await query("SELECT 1", logger: logger).collect()
+            if prepared {
+                for try await _ in try await execute(CommitProbe(), logger: logger) {}
+            } else {
+                _ = try await query("SELECT 1", logger: logger).collect()
+            }
         } catch {
             throw DatabaseError(
                 code: .outcomeUnknown,
@@ -253,4 +259,13 @@ extension PostgresConnection {
             )
         }
     }
+}
+
+/// The round trip that proves the statement before it committed (``PostgresConnection/confirmCommitted(logger:prepared:)``).
+struct CommitProbe: PostgresPreparedStatement {
+    static let sql = "SELECT 1"
+    typealias Row = Int32
+
+    func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+    func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
 }
