@@ -183,6 +183,8 @@ package final class FCMAuthState: Sendable {
     private struct Storage {
         var tokens: [String: (project: String, expires: Date)] = [:]
         var issued = 0
+        var requests = 0
+        var refusing = false
         var messages = 0
         var quota: Int
         var unavailable: Int
@@ -198,11 +200,23 @@ package final class FCMAuthState: Sendable {
 
     /// Access tokens issued so far (a test checks that the daemon asks once, not per message).
     package var tokensIssued: Int { storage.withLockedValue { $0.issued } }
+    /// Requests to the token endpoint, granted or not.
+    package var tokenRequests: Int { storage.withLockedValue { $0.requests } }
+
+    /// Refuses every assertion from now on (`invalid_grant`, as for a deleted or disabled key), or takes them again.
+    package func setRefusingGrants(_ refusing: Bool) { storage.withLockedValue { $0.refusing = refusing } }
 
     /// Forgets every token issued (as if they expired or were revoked): the next message is answered 401.
     package func revokeTokens() { storage.withLockedValue { $0.tokens.removeAll() } }
 
     func grant(assertion: String, now: Date) -> FCMHandler.Answer {
+        let refusing = storage.withLockedValue { storage in
+            storage.requests += 1
+            return storage.refusing
+        }
+        if refusing {
+            return FCMHandler.Answer(status: 400, body: #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#)
+        }
         var reasons: [String] = []
         for account in options.accounts {
             switch OAuthAssertion.verify(assertion, key: account.publicKey, tokenURI: account.tokenURI, now: now) {

@@ -334,6 +334,45 @@ import _CryptoExtras
         }
     }
 
+    /// A token URI that refuses the account keeps the Android rows queued and is asked again only after a growing
+    /// pause, whether it refuses from the start (another key than the one Google knows) or once the token in use was
+    /// revoked mid-drain (a 401, then `invalid_grant`): the connection stops instead of claiming and releasing rows in a
+    /// loop, and nothing is asked per row.
+    @Test func aRefusedServiceAccountKeepsTheRowsQueuedAndBacksOff() async throws {
+        try await Self.run { harness, configuration in
+            // The same account with another key: the simulator's token endpoint refuses its assertions.
+            let file = try #require(configuration.fcm.serviceAccountFile)
+            let other = NSTemporaryDirectory() + "pushchat-other-key-\(UUID().uuidString).json"
+            let json = try JSON.parse(try String(contentsOfFile: file, encoding: .utf8))
+            let key = try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation
+            let members = try #require(json.members).map { $0.key == "private_key" ? JSON.Member("private_key", .string(key)) : $0 }
+            try JSON.object(members).serialized.write(toFile: other, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: other) }
+            var refused = configuration
+            refused.fcm.serviceAccountFile = other
+            try await Self.queue(harness, fcm: Array(1...50))
+            try await Self.withDaemon(harness, refused) {
+                try await Task.sleep(for: .seconds(4))
+            }
+            let fromTheStart = harness.simulator.fcmAuth.tokenRequests
+            #expect(fromTheStart >= 2 && fromTheStart <= 5, "asked again after 1, 2, 4 s, not per row: \(fromTheStart)")
+            #expect(try await harness.count("time_sent IS NULL AND time_failed IS NULL") == 50, "every Android row still queued")
+            // Mid-drain: a good token first, then revoked, and every new assertion refused.
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntilAllSent(50)
+                harness.simulator.fcmAuth.setRefusingGrants(true)
+                harness.simulator.fcmAuth.revokeTokens()
+                let before = harness.simulator.fcmAuth.tokenRequests
+                try await Self.queue(harness, fcm: Array(51...250))
+                try await Task.sleep(for: .seconds(4))
+                let asked = harness.simulator.fcmAuth.tokenRequests - before
+                #expect(asked >= 1 && asked <= 6, "after the 401: a few attempts with pauses, not one per row or batch: \(asked)")
+            }
+            #expect(try await harness.count("time_sent IS NULL AND time_failed IS NULL") == 200, "the rows after the revocation wait")
+            #expect(harness.simulator.state.accepted.count == 50)
+        }
+    }
+
     /// `pushchat-push` with a service-account file it cannot use stops at start: exit 78 and one line naming the
     /// setting, the file and the field (never the key).
     @Test func theDaemonRefusesABadServiceAccountFileAtStart() throws {

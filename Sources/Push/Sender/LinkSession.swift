@@ -46,6 +46,15 @@ final class LinkSession: Sendable {
         /// No new work: GOAWAY or shutdown. What is in flight is still answered.
         mutating func stop() { open = false }
 
+        /// The destination cannot make credentials now (a provider token it cannot sign, an access token the token
+        /// URI will not give): the connection stops taking work, and the next one waits out a backoff.
+        private(set) var credentialsUnavailable = false
+
+        mutating func cannotAuthenticate() {
+            credentialsUnavailable = true
+            open = false
+        }
+
         /// No work for `apns_connection_idle` on an extra connection: it closes, to open again on demand.
         mutating func closeIdle() {
             closedIdle = true

@@ -16,8 +16,8 @@ extension SenderDriver {
     // MARK: Before writing
 
     /// The requests for `batch`: rows past their expiry fail as `expired`, rows the destination can never send fail as
-    /// `invalid`, rows it cannot send now go back to the queue.
-    func prepare(_ batch: [QueuedNotification]) -> [Prepared<D.Request>] {
+    /// `invalid`, rows it cannot send now go back to the queue (`unavailable`: the credentials cannot be made now).
+    func prepare(_ batch: [QueuedNotification]) -> (requests: [Prepared<D.Request>], unavailable: Bool) {
         let now = Date()
         var prepared: [Prepared<D.Request>] = []
         prepared.reserveCapacity(batch.count)
@@ -46,7 +46,7 @@ extension SenderDriver {
             logger.critical("\(notNowReason); notifications stay queued")
             outcomes.released(notNow)
         }
-        return prepared
+        return (prepared, !notNow.isEmpty)
     }
 
     /// Fails a row past its expiry as `expired` instead of sending it (again): it would not be delivered any more.

@@ -75,7 +75,9 @@ struct SenderDriver<D: Destination>: Sendable {
             } catch {
                 logger.warning("Closing the connection failed: \(GatewayError.describe(error))")
             }
-            let (unsent, answered, idle, ending, next) = session.read { ($0.unsent, $0.answered, $0.closedIdle, $0.ending, $0.nextLimit) }
+            let (unsent, answered, idle, ending, next, unavailable) = session.read {
+                ($0.unsent, $0.answered, $0.closedIdle, $0.ending, $0.nextLimit, $0.credentialsUnavailable)
+            }
             carry = unsent
             if opened { limit = next }
             if idle {
@@ -87,7 +89,8 @@ struct SenderDriver<D: Destination>: Sendable {
                 backoff.reset()
                 continue
             }
-            let progressed = answered > 0 || ending == .orderly
+            // Credentials that could not be made: the next connection waits out the backoff (never a claim-and-release spin).
+            let progressed = (answered > 0 || ending == .orderly) && !unavailable
             guard await Reconnect.next(&backoff, progressed: progressed, signal: signal, shutdown: shutdown, logger: logger) else {
                 break
             }
@@ -172,8 +175,10 @@ struct SenderDriver<D: Destination>: Sendable {
                 await QueueSignal.wait(for: [(session.wake, wakeGeneration), (signal, queueGeneration)], timeout: .seconds(1))
                 continue
             }
-            let requests = prepare(batch)
+            let (requests, unavailable) = prepare(batch)
             if requests.count < batch.count { session.update { $0.withdraw(batch.count - requests.count) } }
+            // What was prepared still goes; then this connection stops (see LinkSession.State.cannotAuthenticate).
+            if unavailable { session.update { $0.cannotAuthenticate() } }
             guard !requests.isEmpty else { continue }
             if await !link.send(requests.map(\.request)) {
                 session.update { $0.notTaken(requests.map(\.row)) }
