@@ -32,7 +32,7 @@ struct BenchCommand: AsyncParsableCommand {
     var clients = 32
     @Option(
         help:
-            "Only these figure groups, comma-separated: simulator, drain, http2, memory, latency, api, fanout, feedback, rounds, apps (soak: with --soak-minutes)."
+            "Only these figure groups, comma-separated: simulator, drain, http2, memory, latency, api, fanout, feedback, rounds, apps, fcm, broadcast (soak: with --soak-minutes)."
     )
     var only: String?
     @Option(name: .customLong("rtt-ms"), help: "Apple's distance: every byte between the daemon and the simulator delayed N/2 ms each way.")
@@ -51,6 +51,13 @@ struct BenchCommand: AsyncParsableCommand {
     var soakMinutes = 0
     @Option(name: .customLong("soak-rate"), help: "Requests per second of the soak (joins and messages into 10-member rooms).")
     var soakRate = 1400
+    @Option(
+        name: .customLong("broadcast-devices"),
+        help: "Registered devices of the broadcast figure (a broadcast to all while chat runs)."
+    )
+    var broadcastDevices = 1_000_000
+    @Option(name: .customLong("chat-rate"), help: "Chat messages per second (10-member rooms) during the broadcast figure.")
+    var chatRate = 2_000
     @Option(help: "Idle-latency samples.")
     var samples = 300
     @Option(name: .customLong("env"), help: "KEY=VALUE for the daemons under test, e.g. PUSHCHAT_PUSH_WINDOW=200 (repeatable).")
@@ -78,6 +85,8 @@ struct BenchCommand: AsyncParsableCommand {
         plan.soakMinutes = soakMinutes
         plan.soakRate = soakRate
         plan.samples = samples
+        plan.broadcastDevices = broadcastDevices
+        plan.chatRate = chatRate
         do {
             Benchmarks.Bench.printTable(try await Benchmarks.Bench.run(plan, logger: logger))
         } catch {

@@ -24,6 +24,9 @@ package struct BenchPlan: Sendable {
     package var soakMinutes = 0
     package var soakRate = 1400
     package var samples = 300
+    /// The broadcast figure: registered devices, and chat messages per second meanwhile.
+    package var broadcastDevices = 1_000_000
+    package var chatRate = 2_000
     /// `PUSHCHAT_*` settings for the processes under test, over each figure's own.
     package var overrides: [String: String] = [:]
 
@@ -101,6 +104,9 @@ extension Bench {
         if groups.contains("soak") { results += try await soak(minutes: plan.soakMinutes, rate: plan.soakRate) }
         if groups.contains("apps") { results += try await appFairness(rows: plan.memoryRows) }
         if groups.contains("fcm") { results += try await fcmFigures(plan) }
+        if groups.contains("broadcast") {
+            results += try await broadcast(devices: plan.broadcastDevices, chatRate: plan.chatRate, transport: "http2")
+        }
         return results
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -11,6 +12,8 @@ struct LoadGenerator: Sendable {
     let connections: Int
     let duration: Duration
     var interval: Duration? = nil
+    /// Called with each answer's connection, request index, status and wall-clock time.
+    var onAnswer: (@Sendable (Int, Int, HTTPResponseStatus?, Date) -> Void)? = nil
 
     struct Result: Sendable {
         var ok = 0
@@ -56,6 +59,7 @@ struct LoadGenerator: Sendable {
                     try await Task.sleep(until: next)
                 }
                 let status = try await Self.request(path: path, form: body(connection, index), outbound: outbound, responses: &responses)
+                onAnswer?(connection, index, status, Date())
                 index += 1
                 if status == .ok { result.ok += 1 } else { result.failed += 1 }
             }
@@ -64,10 +68,23 @@ struct LoadGenerator: Sendable {
     }
 
     /// One request on a new connection; its status code.
-    func single(path: String, form: String) async throws -> Int {
+    func single(
+        path: String,
+        form: String,
+        contentType: String = "application/x-www-form-urlencoded",
+        headers: [(String, String)] = []
+    ) async throws -> Int {
         try await connect().executeThenClose { inbound, outbound in
             var responses = inbound.makeAsyncIterator()
-            return Int(try await Self.request(path: path, form: form, outbound: outbound, responses: &responses)?.code ?? 0)
+            let status = try await Self.request(
+                path: path,
+                form: form,
+                contentType: contentType,
+                headers: headers,
+                outbound: outbound,
+                responses: &responses
+            )
+            return Int(status?.code ?? 0)
         }
     }
 
@@ -104,12 +121,15 @@ struct LoadGenerator: Sendable {
     private static func request(
         path: String,
         form: String,
+        contentType: String = "application/x-www-form-urlencoded",
+        headers: [(String, String)] = [],
         outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>,
         responses: inout NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator
     ) async throws -> HTTPResponseStatus? {
         var head = HTTPRequestHead(version: .http1_1, method: form.isEmpty ? .GET : .POST, uri: path)
         head.headers.add(name: "Host", value: "localhost")
-        head.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        head.headers.add(name: "Content-Type", value: contentType)
+        for (name, value) in headers { head.headers.add(name: name, value: value) }
         head.headers.add(name: "Content-Length", value: "\(form.utf8.count)")
         try await outbound.write(contentsOf: [.head(head), .body(.byteBuffer(ByteBuffer(string: form))), .end(nil)])
         var status: HTTPResponseStatus?

@@ -22,6 +22,7 @@ package import Observability
 /// | `pushchat.app.failed{app}` | counter | notifications failed for good, by app |
 /// | `pushchat.app.pending{app}` | gauge | rows waiting, by app (sampled with the queue's depth) |
 /// | `pushchat.app.connections{app}` | gauge | gateway connections up, by app |
+/// | `pushchat.broadcast.expanded` | counter | rows this daemon queued expanding broadcasts |
 package struct PushMetrics: Sendable {
     package let registry: MetricsRegistry
     let sent: Counter
@@ -30,6 +31,7 @@ package struct PushMetrics: Sendable {
     let markDuration: Metrics.Timer
     let connected: Meter
     let reconnects: Counter
+    let broadcastExpanded: Counter
     let queueDepth: Meter
     let oldestPendingAge: Meter
     /// 1 while most recent answers say the tokens are not valid for this topic and environment.
@@ -45,6 +47,7 @@ package struct PushMetrics: Sendable {
         markDuration = registry.timer("pushchat.push.mark.duration")
         connected = registry.meter("pushchat.gateway.connected")
         reconnects = registry.counter("pushchat.gateway.reconnects")
+        broadcastExpanded = registry.counter("pushchat.broadcast.expanded")
         queueDepth = registry.meter("pushchat.queue.depth")
         oldestPendingAge = registry.meter("pushchat.queue.oldest_pending_age")
         wrongEnvironment = registry.meter("pushchat.push.wrong_environment")

@@ -119,6 +119,8 @@ package final class PushService: Service, Sendable {
             background.addTask { await listener?.run() }
             background.addTask { await Self.maintainLeases(context) }
             background.addTask { await Self.sampleQueue(context) }
+            let broadcasts = BroadcastExpansion(broadcasts: BroadcastQueue(database: database, logger: logger), context: context)
+            background.addTask { await broadcasts.run() }
             await withTaskGroup(of: Void.self) { recording in
                 recording.addTask { await context.outcomes.run() }
                 await withGracefulShutdownHandler {

@@ -18,6 +18,9 @@ package struct APILimits: Sendable {
     /// Largest provider API (`/v1`) request body in bytes (`api_max_json_body`); larger bodies get 413. Default 1 MiB:
     /// a notification to 10,000 tokens fits.
     package var maxJSONBodyBytes = 1 << 20
+    /// Recipients above which a provider notification to all, a room or users is accepted at once and queued in the
+    /// background by the push daemons (`api_background_recipients`, 0 to 1,000,000). Default 1,000.
+    package var backgroundRecipients = 1_000
     /// Notifications (recipients, not requests) one client address may queue per minute (`api_fanout_per_ip`; 0: no
     /// limit). Default 20,000: at most that many in any minute, half of it at once.
     package var fanOutPerIP: Double = 20_000
@@ -105,6 +108,7 @@ package struct APILimits: Sendable {
             }
             maxJSONBodyBytes = bytes
         }
+        backgroundRecipients = try Configuration.integer(.apiBackgroundRecipients, source, in: 0...1_000_000) ?? backgroundRecipients
     }
 
     private static func number(_ key: ConfigurationKey, _ source: ConfigurationSource) throws(ConfigurationError) -> Double? {

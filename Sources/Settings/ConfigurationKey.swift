@@ -17,6 +17,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case apiMaxRoomSize = "api_max_room_size"
     case apiMaxBody = "api_max_body"
     case apiMaxJSONBody = "api_max_json_body"
+    case apiBackgroundRecipients = "api_background_recipients"
     case apiTestPages = "api_test_pages"
     case apiTLSCertificate = "api_tls_certificate"
     case apiTLSKey = "api_tls_key"

@@ -38,6 +38,8 @@ package final class SimulatorState: Sendable {
     }
 
     private let storage: NIOLockedValueBox<Storage>
+    /// Called with every accepted notification (the bench's latency figures), outside the lock.
+    private let observer = NIOLockedValueBox<(@Sendable (AcceptedNotification) -> Void)?>(nil)
     private let keepAll: Bool
     private let recentLimit: Int
     private let recordDescriptor: Int32?
@@ -93,8 +95,16 @@ package final class SimulatorState: Sendable {
 
     // MARK: Recording
 
+    /// Calls `observer` with every notification accepted from now on (nil: no more).
+    package func observe(_ observer: (@Sendable (AcceptedNotification) -> Void)?) {
+        self.observer.withLockedValue { $0 = observer }
+    }
+
     /// Records a batch of accepted notifications, and an error response if the batch ended with one.
     func record(_ batch: [AcceptedNotification], rejected: BinaryErrorResponse.Status? = nil, abruptClose: Bool = false) {
+        if let observer = observer.withLockedValue({ $0 }) {
+            for notification in batch { observer(notification) }
+        }
         if let recordDescriptor, !batch.isEmpty {
             var text = ""
             for notification in batch { text += notification.json + "\n" }

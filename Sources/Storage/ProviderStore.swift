@@ -114,6 +114,8 @@ package struct ProviderStore: Sendable {
     package enum QueueResult: Sendable, Equatable {
         /// Queued for this many recipients.
         case queued(recipients: Int)
+        /// Accepted for this many recipients (counted), to be expanded into the queue in the background.
+        case accepted(recipients: Int)
         /// More recipients than `maxRecipients`: nothing written.
         case tooManyRecipients(Int)
         /// The idempotency key was used within 24 hours (by a request racing this one): nothing written.
@@ -137,12 +139,29 @@ package struct ProviderStore: Sendable {
             package let reason: String
         }
 
+        /// Where a notification stands.
+        package enum State: String, Sendable {
+            /// A broadcast whose rows are still being queued.
+            case expanding
+            /// Every row queued; some not yet sent or failed.
+            case sending
+            /// Every row sent or failed.
+            case done
+            /// Canceled (`DELETE /v1/notifications/ID`).
+            case canceled
+        }
+
         package let id: UUID
+        package let state: State
+        /// Counted when it was accepted.
         package let recipients: Int
+        /// Rows in the queue so far (all of them but for a broadcast still expanding).
+        package let queued: Int
         package let sent: Int
         package let failed: Int
+        package let canceled: Int
         package let pending: Int
-        package let failures: [Failure]
+        package var failures: [Failure]
     }
 
     /// Most failures a status lists.
@@ -266,18 +285,26 @@ package struct ProviderStore: Sendable {
         return nil
     }
 
-    /// Queues the notification for its recipients (each token once) in one statement: the notification row, one
-    /// `push_queue` row per recipient, the badge note, the idempotency key. Nothing is written when the recipients are
-    /// more than `maxRecipients` (nil: no limit) or the idempotency key was taken meanwhile.
-    package func queue(_ notification: Notification, maxRecipients: Int?) async throws -> QueueResult {
-        let (kind, list, room): (String, [String], String?) =
-            switch notification.target {
-            case .tokens(let tokens): ("tokens", tokens, nil)
-            case .users(let users): ("users", users, nil)
-            case .udids(let udids): ("udids", udids, nil)
-            case .room(let code): ("room", [], code)
-            case .all: ("all", [], nil)
+    /// Queues the notification for its recipients (each token once). A notification to all, a room or users that counts
+    /// more than `backgroundAbove` recipients is accepted for the daemons to expand in the background
+    /// (``accept(_:recipients:maxRecipients:)``, ``QueueResult/accepted(recipients:)``); any other is queued at once
+    /// in one statement. Nothing is written when the recipients are more than `maxRecipients` (nil: no limit) or the
+    /// idempotency key was taken meanwhile.
+    package func queue(_ notification: Notification, maxRecipients: Int?, backgroundAbove threshold: Int? = nil) async throws -> QueueResult
+    {
+        if let threshold, notification.target.mayBroadcast {
+            let (recipients, android) = try await count(notification)
+            if recipients > threshold {
+                if android > 0 && notification.fcmPayload == nil { return .notForAndroid(android) }
+                return try await accept(notification, recipients: recipients, maxRecipients: maxRecipients)
             }
+        }
+        return try await queueAtOnce(notification, maxRecipients: maxRecipients)
+    }
+
+    /// The notification row, one `push_queue` row per recipient, the badge note, the idempotency key: one statement.
+    func queueAtOnce(_ notification: Notification, maxRecipients: Int?) async throws -> QueueResult {
+        let (kind, list, room) = notification.target.parts
         let expiration = notification.expiration.map { Date(timeIntervalSince1970: TimeInterval($0)) }
         let priority = notification.priority.map { Int16($0) }
         let badge = notification.badge.map { Int32($0) }
@@ -350,37 +377,55 @@ package struct ProviderStore: Sendable {
         return .duplicate
     }
 
-    /// A notification's counts (sent, failed, pending) and its first ``failureLimit`` failures; nil if unknown or
-    /// queued by another key than `keyName`.
+    /// A notification's counts (queued so far, sent, failed, canceled, pending), where it stands, and its first
+    /// ``failureLimit`` failures; nil if unknown or queued by another key than `keyName`.
     package func status(id: UUID, keyName: String) async throws -> Status? {
+        let canceled = Self.canceledStatus
         let counts = try await database.query(
             """
-            SELECT n.recipients,
+            SELECT n.recipients, n.expanded_at IS NOT NULL, n.canceled_at IS NOT NULL, count(q.message_id),
                    count(q.message_id) FILTER (WHERE q.time_sent IS NOT NULL),
-                   count(q.message_id) FILTER (WHERE q.time_failed IS NOT NULL),
+                   count(q.message_id) FILTER (WHERE q.time_failed IS NOT NULL AND q.last_status IS DISTINCT FROM \(canceled)),
+                   count(q.message_id) FILTER (WHERE q.time_failed IS NOT NULL AND q.last_status = \(canceled)),
                    count(q.message_id) FILTER (WHERE q.time_sent IS NULL AND q.time_failed IS NULL)
             FROM notifications n LEFT JOIN push_queue q ON q.notification_id = n.id
             WHERE n.id = \(id) AND n.key_name = \(keyName)
-            GROUP BY n.recipients
+            GROUP BY n.id
             """,
             logger: logger
         )
-        var found: (Int32, Int64, Int64, Int64)?
-        for row in try counts.decode((Int32, Int64, Int64, Int64).self) { found = row }
-        guard let (recipients, sent, failed, pending) = found else { return nil }
-        var failures: [Status.Failure] = []
-        if failed > 0 {
+        var found: Status?
+        for (recipients, expandedAll, wasCanceled, queued, sent, failed, canceledRows, pending) in try counts.decode(
+            (Int32, Bool, Bool, Int64, Int64, Int64, Int64, Int64).self
+        ) {
+            let state: Status.State =
+                if wasCanceled { .canceled } else if !expandedAll { .expanding } else if pending > 0 { .sending } else { .done }
+            found = Status(
+                id: id,
+                state: state,
+                recipients: Int(recipients),
+                queued: Int(queued),
+                sent: Int(sent),
+                failed: Int(failed),
+                canceled: Int(canceledRows),
+                pending: Int(pending),
+                failures: []
+            )
+        }
+        guard var status = found else { return nil }
+        if status.failed > 0 {
             let rows = try await database.query(
                 """
                 SELECT device_token, last_status, coalesce(last_error, 'failed') FROM push_queue
-                WHERE notification_id = \(id) AND time_failed IS NOT NULL ORDER BY message_id LIMIT \(Self.failureLimit)
+                WHERE notification_id = \(id) AND time_failed IS NOT NULL AND last_status IS DISTINCT FROM \(canceled)
+                ORDER BY message_id LIMIT \(Self.failureLimit)
                 """,
                 logger: logger
             )
-            for (token, status, reason) in try rows.decode((String, String?, String).self) {
-                failures.append(Status.Failure(token: token, status: status, reason: reason))
+            for (token, rowStatus, reason) in try rows.decode((String, String?, String).self) {
+                status.failures.append(Status.Failure(token: token, status: rowStatus, reason: reason))
             }
         }
-        return Status(id: id, recipients: Int(recipients), sent: Int(sent), failed: Int(failed), pending: Int(pending), failures: failures)
+        return status
     }
 }

@@ -53,7 +53,7 @@ extension PushQueue {
         if !results.deferred.isEmpty { statements.append(postponeStatement(results.deferred, limit: retryLimit)) }
         guard let last = statements.last else { return 0 }
         let rows = statements.count == 1 ? try await run(last, committed: true) : try await runInTransaction(statements)
-        if !results.released.isEmpty { cursor.value.withLock { $0.rewind() } }
+        if !results.released.isEmpty { rewind() }
         return results.deferred.isEmpty ? 0 : try Self.failedCount(rows)
     }
 

@@ -62,8 +62,10 @@ package struct PushQueue: Sendable {
     package var app = App.defaultName
     /// The platform whose rows it claims: each platform's sender has its own queue (its rows, its cursor).
     package var platform = Platform.apns
-    /// Where this daemon's next claim starts (shared by its connections).
+    /// Where this daemon's next claim starts (shared by its connections): in the rows other than a broadcast's, and in a
+    /// broadcast's (`bulk`), which a claim takes only after the others.
     let cursor: CursorBox
+    let bulkCursor: CursorBox
 
     /// Holds the daemon's ``ClaimCursor``.
     final class CursorBox: Sendable {
@@ -88,6 +90,7 @@ package struct PushQueue: Sendable {
         self.rescan = rescan
         self.logger = logger
         self.cursor = CursorBox(ClaimCursor(rescan: rescan))
+        self.bulkCursor = CursorBox(ClaimCursor(rescan: rescan))
     }
 
     var leaseSeconds: Double { lease.seconds }
@@ -147,7 +150,9 @@ package struct PushQueue: Sendable {
         return (count, oldest, byApp)
     }
 
-    /// Claims up to `limit` pending, unclaimed rows, oldest first (from the cursor while a backlog drains).
+    /// Claims up to `limit` pending, unclaimed rows, oldest first (from the cursor while a backlog drains): rows other
+    /// than a broadcast's first, then a broadcast's (`bulk`) up to the limit, so chat keeps its latency while a broadcast
+    /// drains. The second scan takes only what the first left of the limit (nothing: it reads no row).
     ///
     /// The rows are locked (`SKIP LOCKED`: another daemon's claim in progress is passed over, not waited for) and
     /// updated by their row address (`ctid`, a TID scan: no second index lookup per row). Held by this statement's
@@ -156,24 +161,33 @@ package struct PushQueue: Sendable {
     package func claim(limit: Int) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let after = cursor.value.withLock { $0.start(now: now) }
+        let afterBulk = bulkCursor.value.withLock { $0.start(now: now) }
         let rows = try await run(
             """
-            UPDATE push_queue q
-            SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
-            WHERE q.ctid = ANY(ARRAY(
+            WITH others AS (
                 SELECT ctid FROM push_queue
                 WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
-                    AND platform = \(platform.rawValue) AND message_id > \(after)
+                    AND platform = \(platform.rawValue) AND bulk = false AND message_id > \(after)
                 ORDER BY message_id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
-            ))
+            ), broadcast AS (
+                SELECT ctid FROM push_queue
+                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
+                    AND platform = \(platform.rawValue) AND bulk = true AND message_id > \(afterBulk)
+                ORDER BY message_id LIMIT (\(limit) - (SELECT count(*) FROM others))
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE push_queue q
+            SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
+            WHERE q.ctid = ANY(ARRAY(SELECT ctid FROM others UNION ALL SELECT ctid FROM broadcast))
             RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.topic, q.time_queued,
-                q.app
+                q.app, q.bulk
             """,
             committed: true
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)
+        var (bulkCount, newest, newestBulk): (Int, Int64?, Int64?) = (0, nil, nil)
         // Column by column: decoding the row as one tuple looked up generic metadata for every row, a third of the
         // daemon's CPU in a binary drain.
         for row in rows {
@@ -198,9 +212,19 @@ package struct PushQueue: Sendable {
                     app: try column(String.self).nilIfDefaultApp
                 )
             )
+            let id = claimed[claimed.count - 1].messageID
+            if try column(Bool.self) {
+                bulkCount += 1
+                newestBulk = max(newestBulk ?? id, id)
+            } else {
+                newest = max(newest ?? id, id)
+            }
         }
+        // Each cursor moves by what its scan returned; the broadcast's scan ran only for what the first left over.
+        let others = claimed.count - bulkCount
+        cursor.value.withLock { $0.claimed(count: others, limit: limit, newest: newest) }
+        if others < limit { bulkCursor.value.withLock { $0.claimed(count: bulkCount, limit: limit - others, newest: newestBulk) } }
         claimed.sort { $0.messageID < $1.messageID }
-        cursor.value.withLock { $0.claimed(count: claimed.count, limit: limit, newest: claimed.last?.messageID) }
         return claimed
     }
 
@@ -232,7 +256,13 @@ package struct PushQueue: Sendable {
     package func release(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         _ = try await run(releaseStatement(ids))
+        rewind()
+    }
+
+    /// Rows were given back: the next claim looks from the start of both scans.
+    func rewind() {
         cursor.value.withLock { $0.rewind() }
+        bulkCursor.value.withLock { $0.rewind() }
     }
 
     func releaseStatement(_ ids: [Int64]) -> PostgresQuery {
@@ -344,7 +374,7 @@ package struct PushQueue: Sendable {
             """
         )
         let count = rows.count
-        if count > 0 { cursor.value.withLock { $0.rewind() } }
+        if count > 0 { rewind() }
         return count
     }
 

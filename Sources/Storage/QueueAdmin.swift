@@ -126,6 +126,7 @@ package struct QueueAdmin: Sendable {
             age,
             """
             SELECT id FROM notifications n WHERE created_at < now() - make_interval(secs => $1)
+            AND (n.expanded_at IS NOT NULL OR n.canceled_at IS NOT NULL)
             AND NOT EXISTS (SELECT 1 FROM push_queue q WHERE q.notification_id = n.id) LIMIT $2
             """,
             table: "notifications",

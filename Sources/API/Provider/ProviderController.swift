@@ -55,6 +55,11 @@ struct ProviderController: Sendable {
                 try await status(context.parameters.get("id") ?? "", key: key)
             }
         }
+        router.delete("/v1/notifications/:id") { request, context in
+            try await endpoint("notifications.cancel", (.send, "cancel notifications"), request, context) { key in
+                try await cancel(context.parameters.get("id") ?? "", key: key)
+            }
+        }
     }
 
     /// Authenticates, applies the key's request limit, runs `body`, and turns every refusal into its JSON answer;
@@ -226,17 +231,25 @@ struct ProviderController: Sendable {
         // The key's recipient budget: reserve what it holds, queue at most that many, give back what was not used.
         let outcome = try await Reservation.withReservation(nil, from: LimiterBudget(limiter: limiter, key: key.name)) { reserved in
             try await database { store in
-                try await store.queue(notification, maxRecipients: limiter.isEnabled ? reserved : nil)
+                try await store.queue(
+                    notification,
+                    maxRecipients: limiter.isEnabled ? reserved : nil,
+                    backgroundAbove: limits.backgroundRecipients
+                )
             }
         } used: { result in
-            if case .queued(let recipients) = result { recipients } else { 0 }
+            switch result {
+            case .queued(let recipients), .accepted(let recipients): recipients
+            default: 0
+            }
         }
         guard case .done(let result) = outcome else { preconditionFailure("taking everything a budget holds is never refused") }
         switch result {
-        case .queued(let recipients):
-            metrics.queued(recipients)
+        case .queued(let recipients), .accepted(let recipients):
+            let background = if case .accepted = result { true } else { false }
+            if !background { metrics.queued(recipients) }
             logger.info(
-                "Notification queued",
+                background ? "Broadcast accepted, to be queued in the background" : "Notification queued",
                 metadata: ["api.key": "\(key.name)", "notification.id": "\(notification.id)", "notification.recipients": "\(recipients)"]
             )
             var response = Self.json(.accepted, Accepted(id: notification.id, recipients: recipients))
@@ -297,6 +310,21 @@ struct ProviderController: Sendable {
             throw ProviderError(.notFound, .notFound, "no notification with this id", field: "id")
         }
         return Self.json(.ok, StatusJSON(status))
+    }
+
+    /// Cancels a notification of this key: a broadcast stops expanding and its rows no connection holds are failed as
+    /// canceled (200 with its status); another key's is 404, as an unknown id.
+    func cancel(_ id: String, key: ProviderStore.Key) async throws -> Response {
+        guard let uuid = UUID(uuidString: id),
+            case .canceled(let rows) = try await database({ store in try await store.cancel(id: uuid, keyName: key.name) })
+        else {
+            throw ProviderError(.notFound, .notFound, "no notification with this id", field: "id")
+        }
+        logger.info(
+            "Notification canceled",
+            metadata: ["api.key": "\(key.name)", "notification.id": "\(uuid)", "notification.canceled": "\(rows)"]
+        )
+        return try await status(id, key: key)
     }
 
     /// Apple's topic suffixes for the push types that use one (VoIP, complications, file provider, location, PTT).
@@ -388,17 +416,23 @@ struct ProviderController: Sendable {
         }
 
         let id: String
+        let state: String
         let recipients: Int
+        let queued: Int
         let sent: Int
         let failed: Int
+        let canceled: Int
         let pending: Int
         let failures: [Failure]
 
         init(_ status: ProviderStore.Status) {
             id = status.id.uuidString.lowercased()
+            state = status.state.rawValue
             recipients = status.recipients
+            queued = status.queued
             sent = status.sent
             failed = status.failed
+            canceled = status.canceled
             pending = status.pending
             failures = status.failures.map { Failure(token: $0.token, status: $0.status, reason: $0.reason) }
         }

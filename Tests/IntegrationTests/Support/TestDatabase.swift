@@ -124,4 +124,15 @@ extension TestDatabase {
             return try await body(FeedbackStore(client: client, logger: logger))
         }
     }
+
+    /// A ``DatabaseClient`` on `url` for `body` (the API's and the daemon's stores run on one).
+    static func withDatabaseClient<T: Sendable>(_ url: DatabaseURL, _ body: (DatabaseClient) async throws -> T) async throws -> T {
+        let database = DatabaseClient(url: url, applicationName: "pushchat-tests", keepOpen: false, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await database.run() }
+            defer { group.cancelAll() }
+            try await database.waitForPool()
+            return try await body(database)
+        }
+    }
 }

@@ -1,0 +1,173 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOHTTP1
+import Simulator
+import Support
+
+extension Bench {
+    /// A broadcast at scale (issue 31): `devices` registered devices and 2,000 chat users in 10-member rooms; chat runs at
+    /// `chatRate` messages/s through the API while a broadcast to all is sent through the API and drains. Prints the
+    /// time to the 202, to the broadcast's first notification at the simulator, the broadcast's drain rate, and p50/p99
+    /// from each chat message's answer to each of its notifications' receipt at the simulator.
+    func broadcast(devices: Int, chatRate: Int, transport: String) async throws -> [Figure] {
+        progress("broadcast (\(devices) devices, \(chatRate) chat messages/s, \(transport))")
+        let rooms = 200
+        try await query("TRUNCATE active_users, push_queue, messages, notifications, idempotency_keys")
+        try await query("DELETE FROM devices")
+        try await query(
+            """
+            INSERT INTO devices (device_token, registered_by) SELECT lpad(to_hex(g), 64, '0'), 'bench' FROM generate_series(1, \(devices)) g
+            """
+        )
+        // Chat users: tokens ccc…, ten to a room.
+        try await query(
+            """
+            INSERT INTO active_users (udid, device_token, nickname, secret_code)
+            SELECT lpad(to_hex(g), 40, '0'), lpad(to_hex(g), 64, 'c'), 'member ' || g, 'room' || (g % \(rooms))
+            FROM generate_series(1, \(rooms * 10)) g
+            """
+        )
+        try await query("VACUUM ANALYZE devices")
+        try await query("VACUUM ANALYZE active_users")
+        let key = "pc_bench_broadcast_key"
+        try await query(
+            """
+            INSERT INTO api_keys (name, key_hash, scopes) VALUES ('bench', encode(sha256('\(key)'::bytea), 'hex'), '{send,broadcast,status}')
+            ON CONFLICT (name) DO UPDATE SET key_hash = EXCLUDED.key_hash, scopes = EXCLUDED.scopes, revoked_at = NULL
+            """
+        )
+
+        // What the simulator receives: the broadcast's first notification, and each chat notification's arrival.
+        struct Arrivals {
+            var firstBroadcast: Date?
+            var broadcast = 0
+            var chat: [(connection: Int, index: Int, arrival: Date)] = []
+        }
+        let arrivals = NIOLockedValueBox(Arrivals())
+        simulator.state.observe { notification in
+            if notification.token.hasPrefix("cccc") {
+                guard let (connection, index) = Self.chatMessage(in: notification.payload) else { return }
+                arrivals.withLockedValue { $0.chat.append((connection, index, notification.arrival)) }
+            } else if notification.payload.contains("bench broadcast") {
+                arrivals.withLockedValue { arrivals in
+                    if arrivals.firstBroadcast == nil { arrivals.firstBroadcast = notification.arrival }
+                    arrivals.broadcast += 1
+                }
+            }
+        }
+        defer { simulator.state.observe(nil) }
+
+        let port = try Self.freePort()
+        let api = try startProcess(
+            "pushchat-api",
+            ["serve", "production"],
+            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": "warning"].merging(
+                Self.noLimits
+            ) {
+                $1
+            }
+        )
+        let daemon = try startDaemon(extra: ["PUSHCHAT_APNS_TRANSPORT": transport])
+        defer {
+            for process in [api, daemon] where process.isRunning { process.terminate() }
+            api.waitUntilExit()
+            daemon.waitUntilExit()
+        }
+        try await Self.waitForPort(port)
+        try await Task.sleep(for: .seconds(1))
+
+        // Chat: `chatRate` messages/s from 40 connections, each a member of its own room, one request every 40/rate s.
+        let connections = 40
+        let answers = NIOLockedValueBox([Int: Date]())
+        var generator = LoadGenerator(
+            port: port,
+            connections: connections,
+            duration: .seconds(3600),
+            interval: .nanoseconds(Int64(1e9 * Double(connections) / Double(chatRate)))
+        )
+        generator.onAnswer = { connection, index, status, time in
+            if status == .ok { answers.withLockedValue { $0[connection * 1_000_000 + index] = time } }
+        }
+        let chat = Task {
+            try await generator.run(path: "/api.php") { connection, index in
+                // udid g = connection + 1, in room g % 200 with nine others.
+                "cmd=message&udid=\(String(format: "%040x", connection + 1))&text=m\(connection)x\(index)"
+            }
+        }
+        defer { chat.cancel() }
+        try await Task.sleep(for: .seconds(3))
+
+        // The broadcast, through the API.
+        let sent = Date()
+        let status = try await LoadGenerator(port: port, connections: 1, duration: .zero).single(
+            path: "/v1/notifications",
+            form: #"{"to": {"all": true}, "aps": {"alert": "bench broadcast"}}"#,
+            contentType: "application/json",
+            headers: [("Authorization", "Bearer \(key)")]
+        )
+        let answered = Date()
+        guard status == 202 else { throw BenchError("the broadcast was answered \(status)") }
+        let total = devices + rooms * 10
+        let deadline = ContinuousClock.now + .seconds(600)
+        while arrivals.withLockedValue({ $0.broadcast }) < total {
+            if ContinuousClock.now > deadline { throw BenchError("the broadcast did not reach the simulator within 10 minutes") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let drained = Date()
+        chat.cancel()
+        try await Task.sleep(for: .seconds(1))
+
+        let (first, chatArrivals) = arrivals.withLockedValue { ($0.firstBroadcast, $0.chat) }
+        let answerTimes = answers.withLockedValue { $0 }
+        // Chat notifications received while the broadcast drained, from their message's answer.
+        var latencies: [Double] = []
+        for arrival in chatArrivals where arrival.arrival >= answered && arrival.arrival <= drained {
+            guard let answer = answerTimes[arrival.connection * 1_000_000 + arrival.index] else { continue }
+            latencies.append(max(0, arrival.arrival.timeIntervalSince(answer)) * 1000)
+        }
+        latencies.sort()
+        guard !latencies.isEmpty, let first else { throw BenchError("no chat notification arrived during the broadcast") }
+        func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int((Double(latencies.count) * p).rounded(.up)) - 1)] }
+        let (p50, p99) = (percentile(0.5), percentile(0.99))
+        let span = drained.timeIntervalSince(answered)
+        let twice = try await scalar(
+            "SELECT count(*) FROM (SELECT device_token FROM push_queue WHERE bulk GROUP BY device_token HAVING count(*) > 1) t"
+        )
+        return [
+            Figure(
+                name: "broadcast to \(total) devices (\(transport)): the API's 202",
+                value: String(format: "%.0f ms", answered.timeIntervalSince(sent) * 1000),
+                target: "≤ 1 s",
+                met: answered.timeIntervalSince(sent) <= 1
+            ),
+            Figure(
+                name: "  its first notification at the simulator, after the 202",
+                value: String(format: "%.0f ms", first.timeIntervalSince(answered) * 1000),
+                target: "≤ 2 s",
+                met: first.timeIntervalSince(answered) <= 2
+            ),
+            Figure(
+                name: "  drained (202 → last notification)",
+                value: String(format: "%.1f s, %d rows/s, %d tokens queued twice", span, Int(Double(total) / span), twice),
+                target: "0 twice",
+                met: twice == 0
+            ),
+            Figure(
+                name: "  chat meanwhile (\(chatRate) messages/s, 10-member rooms): answer → simulator, p50 / p99 of \(latencies.count)",
+                value: String(format: "%.1f ms / %.1f ms", p50, p99),
+                target: "p50 ≤ 20 ms, p99 ≤ 100 ms",
+                met: p50 <= 20 && p99 <= 100
+            ),
+        ]
+    }
+
+    /// The connection and index of a chat message `m<connection>x<index>` in a notification's payload.
+    static func chatMessage(in payload: String) -> (Int, Int)? {
+        guard let start = payload.range(of: ": m") else { return nil }
+        let rest = payload[start.upperBound...]
+        guard let x = rest.firstIndex(of: "x") else { return nil }
+        let digits = rest[rest.index(after: x)...].prefix { $0.isNumber }
+        guard let connection = Int(rest[..<x]), let index = Int(digits) else { return nil }
+        return (connection, index)
+    }
+}

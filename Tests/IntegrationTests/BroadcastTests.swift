@@ -1,0 +1,364 @@
+import APNs
+import Foundation
+import HTTPTypes
+import PostgresNIO
+import Simulator
+import Testing
+
+@testable import API
+@testable import Settings
+@testable import Storage
+
+/// Broadcasts in the background (issue 31): a notification to all, a room or users above `api_background_recipients`
+/// is accepted with its count and nothing in the queue, expanded by the daemons in batches (each token once, whoever
+/// expands and however often it is interrupted), cancellable, and claimed after every other row.
+@Suite struct BroadcastTests {
+    static func token(_ n: Int) -> String { String(format: "%064x", n) }
+
+    /// `count` registered devices of the default app, tokens first…; user `user0`…`user9` by the token's last digit.
+    static func seedDevices(_ url: DatabaseURL, count: Int, from first: Int = 1) async throws {
+        try await TestDatabase.withConnection(url) { connection in
+            try await connection.query(
+                """
+                INSERT INTO devices (app, device_token, registered_by, platform, user_ref)
+                SELECT 'default', lpad(to_hex(i), 64, '0'), 'seed', 'apns', 'user' || (i % 10)
+                FROM generate_series(\(first), \(first + count - 1)) i
+                """,
+                logger: TestDatabase.logger
+            )
+        }
+    }
+
+    /// `count` chat users in `room`, tokens first…; udids from `udidFrom`.
+    static func seedChatUsers(_ url: DatabaseURL, count: Int, tokensFrom first: Int, room: String, udidFrom: Int = 1) async throws {
+        try await TestDatabase.withConnection(url) { connection in
+            try await connection.query(
+                """
+                INSERT INTO active_users (udid, device_token, nickname, secret_code)
+                SELECT lpad(to_hex(\(udidFrom) + i), 40, '0'), lpad(to_hex(\(first) + i), 64, '0'), 'u' || i, \(room)
+                FROM generate_series(0, \(count - 1)) i
+                """,
+                logger: TestDatabase.logger
+            )
+        }
+    }
+
+    static func notification(_ target: ProviderStore.Target, keyName: String = "backend", badge: Int? = nil) -> ProviderStore.Notification {
+        ProviderStore.Notification(
+            id: UUID(),
+            keyName: keyName,
+            app: App.defaultName,
+            target: target,
+            payload: #"{"aps":{"alert":"everyone"}}"#,
+            pushType: "alert",
+            priority: nil,
+            expiration: nil,
+            collapseID: nil,
+            topic: nil,
+            badge: badge,
+            onlyIfBadgeChanged: badge != nil,
+            idempotencyKey: nil,
+            requestHash: "h"
+        )
+    }
+
+    /// Expands every broadcast with `expanders` concurrent loops (as several daemons do) in batches of `batch`.
+    static func expandAll(_ database: DatabaseClient, expanders: Int = 1, batch: Int) async throws {
+        let broadcasts = BroadcastQueue(database: database, logger: TestDatabase.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<expanders {
+                group.addTask {
+                    while let next = try await broadcasts.next() { _ = try await broadcasts.expand(next, limit: batch) }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test func aBroadcastIsCountedAcceptedAndExpandedInBatchesEachTokenOnce() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            // 2,500 devices; 300 chat users, 100 of them with a registered device's token, and 5 without a token.
+            try await Self.seedDevices(url, count: 2_500)
+            try await Self.seedChatUsers(url, count: 300, tokensFrom: 2_401, room: "lobby")
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO active_users (udid, device_token, nickname, secret_code)
+                    SELECT lpad(to_hex(100000 + i), 40, '0'), '0', 'tokenless', 'lobby' FROM generate_series(1, 5) i
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            try await TestDatabase.withDatabaseClient(url) { database in
+                let store = ProviderStore(database: database, logger: TestDatabase.logger)
+                let all = Self.notification(.all)
+                // Below the threshold: at once, as before.
+                let room = try await store.queue(Self.notification(.room("lobby")), maxRecipients: nil, backgroundAbove: 1_000)
+                #expect(room == .queued(recipients: 300))
+                #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE bulk", as: Int64.self) == 0)
+                // Above it: counted, accepted, nothing queued yet.
+                #expect(try await store.queue(all, maxRecipients: nil, backgroundAbove: 1_000) == .accepted(recipients: 2_700))
+                #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE bulk", as: Int64.self) == 0)
+                var status = try #require(try await store.status(id: all.id, keyName: "backend"))
+                #expect(status.state == .expanding && status.recipients == 2_700 && status.queued == 0)
+                #expect(try await store.status(id: all.id, keyName: "other") == nil, "another key's is unknown")
+
+                // Three daemons expand it at once, in batches of 400: each recipient once.
+                try await Self.expandAll(database, expanders: 3, batch: 400)
+                let (rows, tokens) = try await TestDatabase.withConnection(url) { connection in
+                    let rows = try await connection.query(
+                        "SELECT count(*), count(DISTINCT device_token) FROM push_queue WHERE notification_id = \(all.id) AND bulk",
+                        logger: TestDatabase.logger
+                    )
+                    for try await pair in rows.decode((Int64, Int64).self) { return pair }
+                    return (0, 0)
+                }
+                #expect(rows == 2_700 && tokens == 2_700, "every device and every chat user without a device, once")
+                status = try #require(try await store.status(id: all.id, keyName: "backend"))
+                #expect(status.state == .sending && status.queued == 2_700 && status.pending == 2_700)
+                #expect(
+                    try await TestDatabase.scalar(
+                        url,
+                        "SELECT expanded FROM notifications WHERE id = \(all.id) AND expanded_at IS NOT NULL AND expand_phase IS NULL",
+                        as: Int32.self
+                    ) == 2_700
+                )
+
+                // A chat row queued behind the whole broadcast is claimed before it, with the room's notification (queued
+                // at once, before the broadcast); the broadcast's rows fill the rest of the claim.
+                try await TestDatabase.withConnection(url) { connection in
+                    try await connection.query(
+                        "INSERT INTO push_queue (device_token, payload) VALUES (\(Self.token(9_999_999)), '{\"aps\":{\"alert\":\"Ann: hi\"}}')",
+                        logger: TestDatabase.logger
+                    )
+                }
+                let queue = PushQueue(database: database, instance: "test:1", lease: .seconds(30), logger: TestDatabase.logger)
+                let first = try await queue.claim(limit: 400)
+                #expect(first.count == 400)
+                #expect(first.contains { $0.deviceToken == Self.token(9_999_999) }, "the chat row before the broadcast's")
+                let notBulk = try await TestDatabase.scalar(
+                    url,
+                    "SELECT count(*) FROM push_queue WHERE NOT bulk AND claimed_by = 'test:1'",
+                    as: Int64.self
+                )
+                #expect(notBulk == 301, "every row but the broadcast's in the first claim")
+                // Then the broadcast's rows, in queue order, all of them once.
+                var claimed = Set(first.map(\.messageID))
+                while true {
+                    let batch = try await queue.claim(limit: 500)
+                    if batch.isEmpty { break }
+                    for row in batch { #expect(claimed.insert(row.messageID).inserted) }
+                }
+                #expect(claimed.count == 2_700 + 300 + 1)
+            }
+        }
+    }
+
+    @Test func aBroadcastToUsersAndOnlyIfBadgeChangedIsExpandedAsAtOnce() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await Self.seedDevices(url, count: 1_000)
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    "UPDATE devices SET last_badge = 3 WHERE device_token <= lpad(to_hex(100), 64, '0')",
+                    logger: TestDatabase.logger
+                )
+            }
+            try await TestDatabase.withDatabaseClient(url) { database in
+                let store = ProviderStore(database: database, logger: TestDatabase.logger)
+                // user1 and user2: 200 devices, 20 of them noted with badge 3 already.
+                let users = Self.notification(.users(["user1", "user2"]), badge: 3)
+                #expect(try await store.queue(users, maxRecipients: nil, backgroundAbove: 10) == .accepted(recipients: 180))
+                try await Self.expandAll(database, batch: 64)
+                #expect(
+                    try await TestDatabase.scalar(
+                        url,
+                        "SELECT count(*) FROM push_queue WHERE notification_id = \(users.id)",
+                        as: Int64.self
+                    )
+                        == 180
+                )
+                #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM devices WHERE last_badge = 3", as: Int64.self) == 280)
+                // The recipient budget is the count: over it, nothing written.
+                let again = Self.notification(.all)
+                #expect(try await store.queue(again, maxRecipients: 999, backgroundAbove: 10) == .tooManyRecipients(1_000))
+                #expect(try await store.status(id: again.id, keyName: "backend") == nil)
+            }
+        }
+    }
+
+    @Test func cancelStopsTheExpansionAndFailsWhatNoConnectionHolds() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await Self.seedDevices(url, count: 2_000)
+            try await TestDatabase.withDatabaseClient(url) { database in
+                let store = ProviderStore(database: database, logger: TestDatabase.logger)
+                let broadcasts = BroadcastQueue(database: database, logger: TestDatabase.logger)
+                let all = Self.notification(.all)
+                #expect(try await store.queue(all, maxRecipients: nil, backgroundAbove: 0) == .accepted(recipients: 2_000))
+                let next = try #require(try await broadcasts.next())
+                #expect(try await broadcasts.expand(next, limit: 500) == .init(queued: 500, moved: true, done: false))
+                // The same batch again (a daemon that read the cursor before): nothing.
+                #expect(try await broadcasts.expand(next, limit: 500) == .init(queued: 0, moved: false, done: false))
+                // A daemon holds 50 of them.
+                let queue = PushQueue(database: database, instance: "test:1", lease: .seconds(30), logger: TestDatabase.logger)
+                let held = try await queue.claim(limit: 50)
+                #expect(held.count == 50)
+                #expect(try await store.cancel(id: all.id, keyName: "other") == .unknown)
+                #expect(try await store.cancel(id: all.id, keyName: "backend") == .canceled(rows: 450))
+                #expect(try await broadcasts.next() == nil, "expansion stopped")
+                let stale = try await broadcasts.expand(
+                    .init(id: next.id, app: next.app, kind: next.kind, users: [], room: nil, phase: "devices", cursor: Self.token(500)),
+                    limit: 500
+                )
+                #expect(stale.queued == 0)
+                try await queue.markSent(held.map(\.messageID))
+                let status = try #require(try await store.status(id: all.id, keyName: "backend"))
+                #expect(status.state == .canceled)
+                #expect(status.recipients == 2_000 && status.queued == 500 && status.sent == 50 && status.canceled == 450)
+                #expect(status.failed == 0 && status.pending == 0 && status.failures.isEmpty)
+                #expect(try await store.cancel(id: all.id, keyName: "backend") == .canceled(rows: 0), "again: nothing more")
+            }
+        }
+    }
+
+    /// The HTTP side: 202 at once with the count, the status as it goes, DELETE, and refusals that write nothing.
+    @Test func theProviderAPIAcceptsABroadcastAndCancelsIt() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            var configuration = APIHarness.configuration(url: url)
+            configuration.limits.backgroundRecipients = 100
+            try await APIHarness.run(configuration: configuration) { api in
+                try await Self.seedDevices(url, count: 1_000)
+                let key = try await ProviderAPITests.createKey(url)
+                let other = try await ProviderAPITests.createKey(url, name: "other")
+                let accepted = try await ProviderAPITests.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: key,
+                    #"{"to": {"all": true}, "aps": {"alert": "everyone"}}"#
+                )
+                #expect(accepted.status == 202)
+                #expect(accepted.json["recipients"] as? Int == 1_000)
+                let id = try #require(accepted.json["id"] as? String)
+                #expect(try await api.count("push_queue") == 0)
+                let status = try await ProviderAPITests.call(api, .get, "/v1/notifications/\(id)", key: key)
+                #expect(status.json["state"] as? String == "expanding")
+                #expect(status.json["queued"] as? Int == 0 && status.json["pending"] as? Int == 0)
+                // A small one is queued at once.
+                let small = try await ProviderAPITests.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: key,
+                    #"{"to": {"users": ["user1"]}, "aps": {"alert": "hi"}}"#
+                )
+                #expect(small.status == 202 && small.json["recipients"] as? Int == 100)
+                let smallStatus = try await ProviderAPITests.call(
+                    api,
+                    .get,
+                    "/v1/notifications/\(small.json["id"] as? String ?? "")",
+                    key: key
+                )
+                #expect(smallStatus.json["state"] as? String == "sending" && smallStatus.json["queued"] as? Int == 100)
+
+                // Android devices and no message for them: refused, nothing written.
+                try await TestDatabase.withConnection(url) { connection in
+                    try await connection.query(
+                        "INSERT INTO devices (device_token, registered_by, platform) VALUES (repeat('a', 150), 'seed', 'fcm')",
+                        logger: TestDatabase.logger
+                    )
+                }
+                let before = try await ProviderAPITests.snapshot(api)
+                let refused = try await ProviderAPITests.call(
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: key,
+                    #"{"to": {"all": true}, "aps": {"content-available": 1}, "data": {"n": 1}}"#
+                )
+                #expect(refused.status == 400, "\(refused.json)")
+                #expect(try await ProviderAPITests.snapshot(api) == before)
+
+                #expect(try await ProviderAPITests.call(api, .delete, "/v1/notifications/\(id)", key: other).status == 404)
+                #expect(try await ProviderAPITests.call(api, .delete, "/v1/notifications/\(UUID())", key: key).status == 404)
+                let canceled = try await ProviderAPITests.call(api, .delete, "/v1/notifications/\(id)", key: key)
+                #expect(canceled.status == 200)
+                #expect(canceled.json["state"] as? String == "canceled")
+                let next = try await TestDatabase.withDatabaseClient(url) { database in
+                    try await BroadcastQueue(database: database, logger: TestDatabase.logger).next()
+                }
+                #expect(next == nil, "expansion stopped")
+            }
+        }
+    }
+
+    /// As deployed: two `pushchat-push` processes expand a 12,000-device broadcast and drain it; a chat message queued
+    /// while it drains goes out before the broadcast's backlog; kill -9 of one daemon mid-way loses nothing, queues
+    /// nothing twice, and only rows the dead daemon held may reach the gateway twice.
+    @Test func daemonsExpandABroadcastChatGoesFirstAndKill9LosesNothing() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.faults.readDelay = .milliseconds(10)
+        try await PushHarness.run(simulator: simulator) { harness in
+            let devices = 12_000
+            try await Self.seedDevices(harness.url, count: devices)
+            let all = Self.notification(.all)
+            let accepted = try await TestDatabase.withDatabaseClient(harness.url) { database in
+                try await ProviderStore(database: database, logger: TestDatabase.logger).queue(all, maxRecipients: nil, backgroundAbove: 0)
+            }
+            #expect(accepted == .accepted(recipients: devices))
+            let environment = harness.environment(harness.configuration())
+            let daemons = try (1...2).map { _ in try PushProcessTests.start(environment).0 }
+            defer { for daemon in daemons where daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+            try await harness.waitUntil(timeout: .seconds(30), "the broadcast is under way") {
+                harness.simulator.state.counters.accepted >= 1_500
+            }
+            // A chat message now: it is claimed before the rest of the broadcast.
+            let chat = try await harness.queue(1, from: 9_999_999)[0]
+            try await harness.waitUntil(timeout: .seconds(10), "the chat message is sent") {
+                try await harness.count("message_id = \(chat) AND time_sent IS NOT NULL") == 1
+            }
+            let behind = try await harness.count("bulk AND time_sent IS NULL")
+            #expect(behind > 1_000, "the chat message did not wait for the broadcast (\(behind) of its rows still to go)")
+
+            kill(daemons[0].processIdentifier, SIGKILL)
+            _ = try await PushProcessTests.waitForExit(daemons[0], timeout: .seconds(5))
+            let held = try await TestDatabase.withConnection(harness.url) { connection in
+                var held = Set<UInt32>()
+                let rows = try await connection.query(
+                    """
+                    SELECT message_id FROM push_queue
+                    WHERE claimed_by LIKE '%:' || \(String(daemons[0].processIdentifier)) AND time_sent IS NULL AND time_failed IS NULL
+                    """,
+                    logger: TestDatabase.logger
+                )
+                for try await id in rows.decode(Int64.self) { held.insert(UInt32(id)) }
+                return held
+            }
+            try await harness.waitUntilAllSent(devices + 1, timeout: .seconds(90))
+            daemons[1].terminate()
+            #expect(try await PushProcessTests.waitForExit(daemons[1], timeout: .seconds(15)))
+            #expect(try await harness.count("notification_id = '\(all.id)'") == Int64(devices), "each device queued once")
+            let tokens = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT count(DISTINCT device_token) FROM push_queue WHERE notification_id = \(all.id)",
+                as: Int64.self
+            )
+            #expect(tokens == Int64(devices))
+            let ids = try await TestDatabase.withConnection(harness.url) { connection in
+                var ids = Set<UInt32>()
+                for try await id in try await connection.query("SELECT message_id FROM push_queue", logger: TestDatabase.logger).decode(
+                    Int64.self
+                ) {
+                    ids.insert(UInt32(id))
+                }
+                return ids
+            }
+            #expect(Set(harness.acceptedCounts.keys) == ids, "every row reached the gateway")
+            let twice = Set(harness.acceptedCounts.filter { $0.value > 1 }.keys)
+            #expect(twice.isSubset(of: held), "only what the dead daemon held may arrive twice")
+            let status = try await TestDatabase.withDatabaseClient(harness.url) { database in
+                try await ProviderStore(database: database, logger: TestDatabase.logger).status(id: all.id, keyName: "backend")
+            }
+            #expect(status?.state == .done && status?.sent == devices)
+        }
+    }
+}
