@@ -11,6 +11,8 @@ package struct QueuedNotification: Sendable, Equatable {
     package let queuedAt: Date?
     /// Times this daemon retried it after a processing error (binary status 1 or 255).
     package var retries = 0
+    /// Queued by a broadcast (`push_queue.bulk`): a connection writes the other rows it holds first.
+    package var bulk = false
     /// What few rows set, behind one reference (nil for most): a binary window holds `push_window` of these, so
     /// each inline byte counts.
     private let options: Options?

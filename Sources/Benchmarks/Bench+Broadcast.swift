@@ -23,7 +23,7 @@ extension Bench {
         try await query(
             """
             INSERT INTO active_users (udid, device_token, nickname, secret_code)
-            SELECT lpad(to_hex(g), 40, '0'), lpad(to_hex(g), 64, 'c'), 'member ' || g, 'room' || (g % \(rooms))
+            SELECT lpad(to_hex(g), 40, '0'), 'cccc' || lpad(to_hex(g), 60, '0'), 'member ' || g, 'room' || (g % \(rooms))
             FROM generate_series(1, \(rooms * 10)) g
             """
         )
@@ -45,14 +45,13 @@ extension Bench {
         }
         let arrivals = NIOLockedValueBox(Arrivals())
         simulator.state.observe { notification in
-            if notification.token.hasPrefix("cccc") {
-                guard let (connection, index) = Self.chatMessage(in: notification.payload) else { return }
-                arrivals.withLockedValue { $0.chat.append((connection, index, notification.arrival)) }
-            } else if notification.payload.contains("bench broadcast") {
+            if notification.payload.contains("bench broadcast") {
                 arrivals.withLockedValue { arrivals in
                     if arrivals.firstBroadcast == nil { arrivals.firstBroadcast = notification.arrival }
                     arrivals.broadcast += 1
                 }
+            } else if let (connection, index) = Self.chatMessage(in: notification.payload) {
+                arrivals.withLockedValue { $0.chat.append((connection, index, notification.arrival)) }
             }
         }
         defer { simulator.state.observe(nil) }
@@ -95,7 +94,11 @@ extension Bench {
             }
         }
         defer { chat.cancel() }
+        // Chat alone first: its latency without a broadcast, for comparison.
         try await Task.sleep(for: .seconds(3))
+        let aloneFrom = Date()
+        try await Task.sleep(for: .seconds(10))
+        let aloneUntil = Date()
 
         // The broadcast, through the API.
         let sent = Date()
@@ -107,28 +110,36 @@ extension Bench {
         )
         let answered = Date()
         guard status == 202 else { throw BenchError("the broadcast was answered \(status)") }
-        let total = devices + rooms * 10
-        let deadline = ContinuousClock.now + .seconds(600)
-        while arrivals.withLockedValue({ $0.broadcast }) < total {
-            if ContinuousClock.now > deadline { throw BenchError("the broadcast did not reach the simulator within 10 minutes") }
+        let total = Int(try await scalar("SELECT recipients FROM notifications"))
+        // Bounded: on a machine that cannot carry the chat traffic, the broadcast gets its tenth of each claim and the
+        // figure says how far it got.
+        let deadline = ContinuousClock.now + .seconds(300)
+        while arrivals.withLockedValue({ $0.broadcast }) < total && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(100))
         }
         let drained = Date()
+        let delivered = arrivals.withLockedValue { $0.broadcast }
         chat.cancel()
         try await Task.sleep(for: .seconds(1))
 
         let (first, chatArrivals) = arrivals.withLockedValue { ($0.firstBroadcast, $0.chat) }
         let answerTimes = answers.withLockedValue { $0 }
-        // Chat notifications received while the broadcast drained, from their message's answer.
-        var latencies: [Double] = []
-        for arrival in chatArrivals where arrival.arrival >= answered && arrival.arrival <= drained {
-            guard let answer = answerTimes[arrival.connection * 1_000_000 + arrival.index] else { continue }
-            latencies.append(max(0, arrival.arrival.timeIntervalSince(answer)) * 1000)
+        // Chat notifications received alone and while the broadcast drained, from their message's answer.
+        func latencies(from start: Date, until end: Date) -> [Double] {
+            var latencies: [Double] = []
+            for arrival in chatArrivals where arrival.arrival >= start && arrival.arrival <= end {
+                guard let answer = answerTimes[arrival.connection * 1_000_000 + arrival.index] else { continue }
+                latencies.append(max(0, arrival.arrival.timeIntervalSince(answer)) * 1000)
+            }
+            return latencies.sorted()
         }
-        latencies.sort()
-        guard !latencies.isEmpty, let first else { throw BenchError("no chat notification arrived during the broadcast") }
-        func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int((Double(latencies.count) * p).rounded(.up)) - 1)] }
-        let (p50, p99) = (percentile(0.5), percentile(0.99))
+        let alone = latencies(from: aloneFrom, until: aloneUntil)
+        let during = latencies(from: answered, until: drained)
+        guard !during.isEmpty, !alone.isEmpty, let first else { throw BenchError("no chat notification arrived during the broadcast") }
+        func percentile(_ sorted: [Double], _ p: Double) -> Double {
+            sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+        }
+        let (p50, p99) = (percentile(during, 0.5), percentile(during, 0.99))
         let span = drained.timeIntervalSince(answered)
         let twice = try await scalar(
             "SELECT count(*) FROM (SELECT device_token FROM push_queue WHERE bulk GROUP BY device_token HAVING count(*) > 1) t"
@@ -148,12 +159,27 @@ extension Bench {
             ),
             Figure(
                 name: "  drained (202 → last notification)",
-                value: String(format: "%.1f s, %d rows/s, %d tokens queued twice", span, Int(Double(total) / span), twice),
-                target: "0 twice",
-                met: twice == 0
+                value: delivered < total
+                    ? String(
+                        format: "%d of %d in %.0f s (%d rows/s), %d tokens queued twice",
+                        delivered,
+                        total,
+                        span,
+                        Int(Double(delivered) / span),
+                        twice
+                    )
+                    : String(format: "%.1f s, %d rows/s, %d tokens queued twice", span, Int(Double(total) / span), twice),
+                target: "all, 0 twice",
+                met: delivered >= total && twice == 0
             ),
             Figure(
-                name: "  chat meanwhile (\(chatRate) messages/s, 10-member rooms): answer → simulator, p50 / p99 of \(latencies.count)",
+                name: "  chat alone before it (\(chatRate) messages/s into 10-member rooms): answer → simulator, p50 / p99",
+                value: String(format: "%.1f ms / %.1f ms", percentile(alone, 0.5), percentile(alone, 0.99)),
+                target: "-",
+                met: nil
+            ),
+            Figure(
+                name: "  chat while it drains (\(Int(Double(during.count) / span)) notifications/s): answer → simulator, p50 / p99",
                 value: String(format: "%.1f ms / %.1f ms", p50, p99),
                 target: "p50 ≤ 20 ms, p99 ≤ 100 ms",
                 met: p50 <= 20 && p99 <= 100

@@ -152,7 +152,8 @@ package struct PushQueue: Sendable {
 
     /// Claims up to `limit` pending, unclaimed rows, oldest first (from the cursor while a backlog drains): rows other
     /// than a broadcast's first, then a broadcast's (`bulk`) up to the limit, so chat keeps its latency while a broadcast
-    /// drains. The second scan takes only what the first left of the limit (nothing: it reads no row).
+    /// drains; while a broadcast's rows wait, a tenth of the claim is kept for them (``broadcastShare(of:)``), so a steady
+    /// flood of chat does not starve a broadcast. The second scan takes only what the first left of the limit (nothing: it reads no row).
     ///
     /// The rows are locked (`SKIP LOCKED`: another daemon's claim in progress is passed over, not waited for) and
     /// updated by their row address (`ctid`, a TID scan: no second index lookup per row). Held by this statement's
@@ -164,11 +165,17 @@ package struct PushQueue: Sendable {
         let afterBulk = bulkCursor.value.withLock { $0.start(now: now) }
         let rows = try await run(
             """
-            WITH others AS (
+            WITH waiting AS (
+                SELECT count(*) AS n FROM (
+                    SELECT 1 FROM push_queue
+                    WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
+                        AND platform = \(platform.rawValue) AND bulk = true AND message_id > \(afterBulk)
+                    LIMIT \(Self.broadcastShare(of: limit))) w
+            ), others AS (
                 SELECT ctid FROM push_queue
                 WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
                     AND platform = \(platform.rawValue) AND bulk = false AND message_id > \(after)
-                ORDER BY message_id LIMIT \(limit)
+                ORDER BY message_id LIMIT (\(limit) - (SELECT n FROM waiting))
                 FOR UPDATE SKIP LOCKED
             ), broadcast AS (
                 SELECT ctid FROM push_queue
@@ -181,13 +188,13 @@ package struct PushQueue: Sendable {
             SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
             WHERE q.ctid = ANY(ARRAY(SELECT ctid FROM others UNION ALL SELECT ctid FROM broadcast))
             RETURNING q.message_id, q.device_token, q.payload, q.priority, q.expiration, q.collapse_id, q.push_type, q.topic, q.time_queued,
-                q.app, q.bulk
+                q.app, q.bulk, (SELECT n FROM waiting)
             """,
             committed: true
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)
-        var (bulkCount, newest, newestBulk): (Int, Int64?, Int64?) = (0, nil, nil)
+        var (bulkCount, newest, newestBulk, reserved): (Int, Int64?, Int64?, Int) = (0, nil, nil, 0)
         // Column by column: decoding the row as one tuple looked up generic metadata for every row, a third of the
         // daemon's CPU in a binary drain.
         for row in rows {
@@ -214,19 +221,26 @@ package struct PushQueue: Sendable {
             )
             let id = claimed[claimed.count - 1].messageID
             if try column(Bool.self) {
+                claimed[claimed.count - 1].bulk = true
                 bulkCount += 1
                 newestBulk = max(newestBulk ?? id, id)
             } else {
                 newest = max(newest ?? id, id)
             }
+            reserved = Int(try column(Int64.self))
         }
-        // Each cursor moves by what its scan returned; the broadcast's scan ran only for what the first left over.
+        // Each cursor moves by what its scan returned: the other rows' scan ran for the limit less the broadcast's share,
+        // the broadcast's for what the first left over.
         let others = claimed.count - bulkCount
-        cursor.value.withLock { $0.claimed(count: others, limit: limit, newest: newest) }
+        cursor.value.withLock { $0.claimed(count: others, limit: limit - reserved, newest: newest) }
         if others < limit { bulkCursor.value.withLock { $0.claimed(count: bulkCount, limit: limit - others, newest: newestBulk) } }
         claimed.sort { $0.messageID < $1.messageID }
         return claimed
     }
+
+    /// The part of a claim kept for a broadcast's rows while other rows wait too (a tenth): other rows come first, but a
+    /// steady flood of them never stops a broadcast.
+    static func broadcastShare(of limit: Int) -> Int { max(1, limit / 10) }
 
     /// Stamps `time_sent` on rows this daemon holds.
     package func markSent(_ ids: [Int64]) async throws {

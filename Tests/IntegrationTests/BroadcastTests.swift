@@ -186,6 +186,36 @@ import Testing
         }
     }
 
+    /// Chat comes first, but a backlog of it never starves a broadcast: a tenth of each claim is the broadcast's while
+    /// its rows wait, and all of the claim is chat's when none wait.
+    @Test func aBacklogOfChatLeavesABroadcastATenthOfEachClaim() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO push_queue (device_token, payload, bulk)
+                    SELECT lpad(to_hex(g), 64, '0'), '{}', g > 1000 FROM generate_series(1, 1500) g
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            try await TestDatabase.withDatabaseClient(url) { database in
+                let queue = PushQueue(database: database, instance: "test:1", lease: .seconds(30), logger: TestDatabase.logger)
+                var (chat, broadcast) = (0, 0)
+                for _ in 0..<5 {
+                    let claimed = try await queue.claim(limit: 100)
+                    chat += claimed.filter { Int($0.deviceToken, radix: 16) ?? 0 <= 1000 }.count
+                    broadcast += claimed.filter { Int($0.deviceToken, radix: 16) ?? 0 > 1000 }.count
+                }
+                #expect(chat == 450 && broadcast == 50)
+                try await TestDatabase.withConnection(url) { connection in
+                    try await connection.query("UPDATE push_queue SET time_sent = now() WHERE bulk", logger: TestDatabase.logger)
+                }
+                #expect(try await queue.claim(limit: 100).count == 100, "no broadcast waiting: the whole claim is chat's")
+            }
+        }
+    }
+
     @Test func cancelStopsTheExpansionAndFailsWhatNoConnectionHolds() async throws {
         try await TestDatabase.withFreshDatabase { url in
             try await Self.seedDevices(url, count: 2_000)

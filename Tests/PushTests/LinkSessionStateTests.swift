@@ -48,6 +48,32 @@ import Testing
         #expect(state.nextBatch(batchSize: 2000).isEmpty)
     }
 
+    /// A chat message claimed while the connection holds a broadcast's rows is written before them (its latency is the
+    /// rows in flight, not the broadcast's batch).
+    @Test func otherRowsAreWrittenBeforeABroadcastsRowsAlreadyHeld() {
+        var state = LinkSession.State()
+        _ = state.allow(10, window: 10)
+        state.claimed(
+            Self.rows(1...30).map { row in
+                var row = row
+                row.bulk = true
+                return row
+            }
+        )
+        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == Array(1...10))
+        state.claimed(
+            Self.rows(31...32)
+                + Self.rows(33...34).map { row in
+                    var row = row
+                    row.bulk = true
+                    return row
+                }
+        )
+        state.answered(10)
+        #expect(state.nextBatch(batchSize: 100).map(\.messageID) == [31, 32] + Array(11...18))
+        #expect(state.unsent.map(\.messageID) == Array(19...30) + [33, 34], "the broadcast's in their order")
+    }
+
     @Test func unansweredRowsAreSentAgainBeforeNewOnes() {
         var state = LinkSession.State()
         _ = state.allow(4, window: 100)

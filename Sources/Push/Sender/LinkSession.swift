@@ -38,7 +38,16 @@ final class LinkSession: Sendable {
         }
 
         /// Rows claimed for this connection.
-        mutating func claimed(_ rows: [QueuedNotification]) { ready += rows }
+        /// Claimed rows join the rows ready to write; a broadcast's wait behind the others (a chat message claimed
+        /// while a connection holds a batch of a broadcast is written before that batch).
+        mutating func claimed(_ rows: [QueuedNotification]) {
+            guard let firstBulk = ready.firstIndex(where: \.bulk), rows.contains(where: { !$0.bulk }) else {
+                ready += rows
+                return
+            }
+            ready.insert(contentsOf: rows.lazy.filter { !$0.bulk }, at: firstBulk)
+            ready += rows.lazy.filter(\.bulk)
+        }
 
         /// Answered rows to send again first (a refreshed provider token, a gateway's processing error).
         mutating func retryFirst(_ rows: [QueuedNotification]) { retry += rows }
