@@ -66,7 +66,7 @@ package struct PushMetrics: Sendable {
         registry.meter("pushchat.apns.certificate_expiry_seconds").set(date.timeIntervalSince1970)
     }
 
-    func inFlight(connection: Int) -> Meter {
+    func inFlight(connection: String) -> Meter {
         registry.meter("pushchat.push.in_flight", [("connection", "\(connection)")])
     }
 

@@ -163,10 +163,22 @@ package final class PushService: Service, Sendable {
         // HTTP/2: connection 1 always, the others on demand (see ConnectionDemand); binary: all of them, always.
         let demand = connections > 1 ? ConnectionDemand() : nil
         await withTaskGroup(of: Void.self) { workers in
+            // Chat and single notifications on connections of their own (their latency is their own rows in flight),
+            // a broadcast's rows on others opened while they wait: a million rows draining never sit before a chat
+            // message in a connection's window.
+            let interactive = context.forTraffic(.interactive)
             for index in 1...max(1, connections) {
                 var logger = self.logger
                 if connections > 1 { logger[metadataKey: "push.connection"] = "\(index)" }
-                let worker = Self.worker(transport, context: context, index: index, logger: logger, demand: demand)
+                let worker = Self.worker(transport, context: interactive, index: index, logger: logger, demand: demand)
+                workers.addTask { await worker() }
+            }
+            let bulk = context.forTraffic(.bulk)
+            let bulkDemand = connections > 1 ? ConnectionDemand() : nil
+            for index in 1...max(1, connections) {
+                var logger = self.logger
+                logger[metadataKey: "push.connection"] = "bulk-\(index)"
+                let worker = Self.worker(transport, context: bulk, index: index, logger: logger, demand: bulkDemand, onDemand: index == 1)
                 workers.addTask { await worker() }
             }
             // The default app's Android sender, on its own connection while it has rows.

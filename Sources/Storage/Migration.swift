@@ -24,7 +24,21 @@ package struct Migration: Sendable, Equatable {
     /// A contract migration (first line `-- pushchat:contract`) removes or replaces what releases before this one use:
     /// `migrate` leaves it pending on a database that has migrations already (those releases keep running on the
     /// schema, for a rollback), and `migrate --contract` applies it once none of them will run again.
-    package var isContract: Bool { sql.hasPrefix("-- pushchat:contract") }
+    package var isContract: Bool { markers.contains("contract") }
+
+    /// Applied statement by statement outside a transaction (`-- pushchat:no-transaction`: `CREATE INDEX
+    /// CONCURRENTLY`, `DROP INDEX CONCURRENTLY`).
+    package var isTransactional: Bool { !markers.contains("no-transaction") }
+
+    /// The `-- pushchat:MARKER` lines the file starts with (a contract migration may also run outside a transaction).
+    var markers: Set<String> {
+        var markers = Set<String>()
+        for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
+            guard line.hasPrefix("-- pushchat:") else { break }
+            markers.insert(String(line.dropFirst("-- pushchat:".count)).trimmingWhitespace())
+        }
+        return markers
+    }
 
     /// A short fingerprint of the SQL, stored when applied, to notice files edited afterwards.
     package var checksum: String {

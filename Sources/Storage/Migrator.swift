@@ -181,7 +181,7 @@ package struct Migrator: Sendable {
     /// How often a migration is tried while a lock keeps it waiting.
     static let lockAttempts = 6
 
-    /// Applies one migration: in a transaction, or statement by statement when its first line says
+    /// Applies one migration: in a transaction, or statement by statement when its first lines say
     /// `-- pushchat:no-transaction` (`CREATE INDEX CONCURRENTLY`, which services may keep running beside, cannot run
     /// in a transaction; such statements must be safe to run again: `IF NOT EXISTS`). A lock it cannot get within
     /// `lockTimeout` rolls it back, and it is tried again after a pause, so migrate never queues the services'
@@ -204,7 +204,7 @@ package struct Migrator: Sendable {
 
     private func applyOnce(_ migration: Migration, on connection: PostgresConnection) async throws {
         let statements = SQLScript(migration.sql).statements
-        let transactional = !migration.sql.hasPrefix("-- pushchat:no-transaction")
+        let transactional = migration.isTransactional
         // Index builds may take long; the wait for a lock may not.
         try await connection.query("SET statement_timeout = 0", logger: logger)
         try await connection.query(PostgresQuery(unsafeSQL: "SET lock_timeout = \(lockTimeout.milliseconds)"), logger: logger)

@@ -62,6 +62,15 @@ package struct PushQueue: Sendable {
     package var app = App.defaultName
     /// The platform whose rows it claims: each platform's sender has its own queue (its rows, its cursor).
     package var platform = Platform.apns
+    /// Which of its lane's rows it claims: all (other rows first, a tenth kept for a waiting broadcast), only the rows
+    /// other than a broadcast's (a connection of their own keeps chat's latency while a broadcast drains), or only a
+    /// broadcast's.
+    package var traffic = Traffic.all
+
+    /// See ``traffic``.
+    package enum Traffic: String, Sendable {
+        case all, interactive, bulk
+    }
     /// Where this daemon's next claim starts (shared by its connections): in the rows other than a broadcast's, and in a
     /// broadcast's (`bulk`), which a claim takes only after the others.
     let cursor: CursorBox
@@ -121,12 +130,20 @@ package struct PushQueue: Sendable {
         return queue
     }
 
+    /// The same lane's `traffic` only, with cursors of its own.
+    package func forTraffic(_ traffic: Traffic) -> PushQueue {
+        var queue = forApp(app, platform: platform)
+        queue.traffic = traffic
+        return queue
+    }
+
     /// Whether this queue's app has rows waiting that nobody holds (an app's connection opens only then).
     package func hasUnclaimed() async throws -> Bool {
         let rows = try await run(
             """
             SELECT EXISTS (SELECT 1 FROM push_queue
-                           WHERE app = \(app) AND platform = \(platform.rawValue) AND time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL)
+                           WHERE app = \(app) AND platform = \(platform.rawValue) AND time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL
+                               AND (\(traffic == .all) OR bulk = \(traffic == .bulk)))
             """
         )
         for exists in try rows.decode(Bool.self) { return exists }
@@ -170,18 +187,18 @@ package struct PushQueue: Sendable {
                     SELECT 1 FROM push_queue
                     WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
                         AND platform = \(platform.rawValue) AND bulk = true AND message_id > \(afterBulk)
-                    LIMIT \(Self.broadcastShare(of: limit))) w
+                    LIMIT \(traffic == .all ? Self.broadcastShare(of: limit) : 0)) w
             ), others AS (
                 SELECT ctid FROM push_queue
                 WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
                     AND platform = \(platform.rawValue) AND bulk = false AND message_id > \(after)
-                ORDER BY message_id LIMIT (\(limit) - (SELECT n FROM waiting))
+                ORDER BY message_id LIMIT greatest(0, \(traffic == .bulk ? 0 : limit) - (SELECT n FROM waiting))
                 FOR UPDATE SKIP LOCKED
             ), broadcast AS (
                 SELECT ctid FROM push_queue
                 WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
                     AND platform = \(platform.rawValue) AND bulk = true AND message_id > \(afterBulk)
-                ORDER BY message_id LIMIT (\(limit) - (SELECT count(*) FROM others))
+                ORDER BY message_id LIMIT greatest(0, \(traffic == .interactive ? 0 : limit) - (SELECT count(*) FROM others))
                 FOR UPDATE SKIP LOCKED
             )
             UPDATE push_queue q
@@ -232,8 +249,10 @@ package struct PushQueue: Sendable {
         // Each cursor moves by what its scan returned: the other rows' scan ran for the limit less the broadcast's share,
         // the broadcast's for what the first left over.
         let others = claimed.count - bulkCount
-        cursor.value.withLock { $0.claimed(count: others, limit: limit - reserved, newest: newest) }
-        if others < limit { bulkCursor.value.withLock { $0.claimed(count: bulkCount, limit: limit - others, newest: newestBulk) } }
+        if traffic != .bulk { cursor.value.withLock { $0.claimed(count: others, limit: limit - reserved, newest: newest) } }
+        if traffic != .interactive && others < limit {
+            bulkCursor.value.withLock { $0.claimed(count: bulkCount, limit: limit - others, newest: newestBulk) }
+        }
         claimed.sort { $0.messageID < $1.messageID }
         return claimed
     }

@@ -46,4 +46,29 @@ import Testing
                 == .behind(["001_m.sql"])
         )
     }
+
+    /// A migration's first comment lines say how it is applied; a contract migration may also run outside a transaction.
+    @Test func markersAreReadFromTheLeadingLines() {
+        let both = Migration(
+            version: 17,
+            name: "x",
+            fileName: "017_x.sql",
+            sql: "-- pushchat:contract\n-- pushchat:no-transaction\nDROP INDEX CONCURRENTLY i;"
+        )
+        #expect(both.isContract && !both.isTransactional)
+        let plain = Migration(
+            version: 15,
+            name: "y",
+            fileName: "015_y.sql",
+            sql: "-- Broadcasts.\n-- pushchat:contract\nALTER TABLE t ADD c int;"
+        )
+        #expect(!plain.isContract && plain.isTransactional, "only the leading marker lines count")
+        let concurrent = Migration(
+            version: 16,
+            name: "z",
+            fileName: "016_z.sql",
+            sql: "-- pushchat:no-transaction\n-- Indexes.\nCREATE INDEX CONCURRENTLY i ON t (c);"
+        )
+        #expect(!concurrent.isContract && !concurrent.isTransactional)
+    }
 }

@@ -46,7 +46,7 @@ struct SenderDriver<D: Destination>: Sendable {
         var carry: [QueuedNotification] = []
         var limit = Int.max
         var attempts = 0
-        let inFlight = metrics.inFlight(connection: index)
+        let inFlight = metrics.inFlight(connection: context.queue.traffic == .bulk ? "bulk-\(index)" : "\(index)")
         while !shutdown.isRequested {
             if let demand, isElastic, carry.isEmpty {
                 // Dormant until every open connection is saturated while rows wait.

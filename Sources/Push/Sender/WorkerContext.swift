@@ -33,4 +33,20 @@ struct WorkerContext: Sendable {
             logger: logger
         )
     }
+
+    /// The same context for one kind of its lane's rows (``PushQueue/Traffic``), with claim cursors of its own.
+    func forTraffic(_ traffic: PushQueue.Traffic) -> WorkerContext {
+        WorkerContext(
+            settings: settings,
+            pollInterval: pollInterval,
+            queue: queue.forTraffic(traffic),
+            outcomes: outcomes,
+            held: held,
+            signal: signal,
+            shutdown: shutdown,
+            metrics: metrics,
+            status: status,
+            logger: logger
+        )
+    }
 }
