@@ -183,23 +183,14 @@ package struct PushQueue: Sendable {
         let rows = try await run(
             """
             WITH waiting AS (
-                SELECT count(*) AS n FROM (
-                    SELECT 1 FROM push_queue
-                    WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
-                        AND platform = \(platform.rawValue) AND bulk = true AND message_id > \(afterBulk)
-                    LIMIT \(traffic == .all ? Self.broadcastShare(of: limit) : 0)) w
+                SELECT count(*) AS n FROM push_queue_candidates(\(app), \(platform.rawValue), true, \(afterBulk),
+                    \(Int64(traffic == .all ? Self.broadcastShare(of: limit) : 0)))
             ), others AS (
-                SELECT ctid FROM push_queue
-                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
-                    AND platform = \(platform.rawValue) AND bulk = false AND message_id > \(after)
-                ORDER BY message_id LIMIT greatest(0, \(traffic == .bulk ? 0 : limit) - (SELECT n FROM waiting))
-                FOR UPDATE SKIP LOCKED
+                SELECT c AS ctid FROM push_queue_candidates(\(app), \(platform.rawValue), false, \(after),
+                    greatest(0, \(Int64(traffic == .bulk ? 0 : limit)) - (SELECT n FROM waiting))) c
             ), broadcast AS (
-                SELECT ctid FROM push_queue
-                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL AND app = \(app)
-                    AND platform = \(platform.rawValue) AND bulk = true AND message_id > \(afterBulk)
-                ORDER BY message_id LIMIT greatest(0, \(traffic == .interactive ? 0 : limit) - (SELECT count(*) FROM others))
-                FOR UPDATE SKIP LOCKED
+                SELECT c AS ctid FROM push_queue_candidates(\(app), \(platform.rawValue), true, \(afterBulk),
+                    greatest(0, \(Int64(traffic == .interactive ? 0 : limit)) - (SELECT count(*) FROM others))) c
             )
             UPDATE push_queue q
             SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
