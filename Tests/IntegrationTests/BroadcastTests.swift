@@ -351,18 +351,7 @@ import Testing
 
             kill(daemons[0].processIdentifier, SIGKILL)
             _ = try await PushProcessTests.waitForExit(daemons[0], timeout: .seconds(5))
-            let held = try await TestDatabase.withConnection(harness.url) { connection in
-                var held = Set<UInt32>()
-                let rows = try await connection.query(
-                    """
-                    SELECT message_id FROM push_queue
-                    WHERE claimed_by LIKE '%:' || \(String(daemons[0].processIdentifier)) AND time_sent IS NULL AND time_failed IS NULL
-                    """,
-                    logger: TestDatabase.logger
-                )
-                for try await id in rows.decode(Int64.self) { held.insert(UInt32(id)) }
-                return held
-            }
+            let held = try await PushProcessTests.held(by: daemons[0], in: harness.url)
             try await harness.waitUntilAllSent(devices + 1, timeout: .seconds(90))
             daemons[1].terminate()
             #expect(try await PushProcessTests.waitForExit(daemons[1], timeout: .seconds(15)))

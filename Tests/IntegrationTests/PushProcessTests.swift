@@ -22,6 +22,23 @@ import Testing
         return (process, output)
     }
 
+    /// The rows a (dead) daemon process holds, claimed under its `host:pid` and not settled: only these may reach the
+    /// gateway twice.
+    static func held(by daemon: Process, in url: DatabaseURL) async throws -> Set<UInt32> {
+        try await TestDatabase.withConnection(url) { connection in
+            var held = Set<UInt32>()
+            let rows = try await connection.query(
+                """
+                SELECT message_id FROM push_queue
+                WHERE claimed_by LIKE '%:' || \(String(daemon.processIdentifier)) AND time_sent IS NULL AND time_failed IS NULL
+                """,
+                logger: TestDatabase.logger
+            )
+            for try await id in rows.decode(Int64.self) { held.insert(UInt32(id)) }
+            return held
+        }
+    }
+
     static func waitForExit(_ process: Process, timeout: Duration) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
@@ -75,18 +92,7 @@ import Testing
             kill(daemons[0].processIdentifier, SIGKILL)
             _ = try await Self.waitForExit(daemons[0], timeout: .seconds(5))
             // What the dead daemon held (its claims, `host:pid`, not yet stamped): only these may arrive twice.
-            let held = try await TestDatabase.withConnection(harness.url) { connection in
-                var held = Set<UInt32>()
-                let rows = try await connection.query(
-                    """
-                    SELECT message_id FROM push_queue
-                    WHERE claimed_by LIKE '%:' || \(String(daemons[0].processIdentifier)) AND time_sent IS NULL AND time_failed IS NULL
-                    """,
-                    logger: TestDatabase.logger
-                )
-                for try await id in rows.decode(Int64.self) { held.insert(UInt32(id)) }
-                return held
-            }
+            let held = try await Self.held(by: daemons[0], in: harness.url)
             try await harness.waitUntilAllSent(6000, timeout: .seconds(60))
             for daemon in daemons.dropFirst() { daemon.terminate() }
             for daemon in daemons.dropFirst() { #expect(try await Self.waitForExit(daemon, timeout: .seconds(15))) }

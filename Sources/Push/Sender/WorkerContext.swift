@@ -20,26 +20,19 @@ struct WorkerContext: Sendable {
     /// The same context for one app's sender: its queue (its rows, its claim cursor) and its own stop, which the
     /// service also raises at graceful shutdown.
     func forApp(_ app: String, platform: Platform = .apns, shutdown: ShutdownFlag) -> WorkerContext {
-        WorkerContext(
-            settings: settings,
-            pollInterval: pollInterval,
-            queue: queue.forApp(app, platform: platform),
-            outcomes: outcomes,
-            held: held,
-            signal: signal,
-            shutdown: shutdown,
-            metrics: metrics,
-            status: status,
-            logger: logger
-        )
+        with(queue: queue.forApp(app, platform: platform), shutdown: shutdown)
     }
 
     /// The same context for one kind of its lane's rows (``PushQueue/Traffic``), with claim cursors of its own.
     func forTraffic(_ traffic: PushQueue.Traffic) -> WorkerContext {
+        with(queue: queue.forTraffic(traffic), shutdown: shutdown)
+    }
+
+    private func with(queue: PushQueue, shutdown: ShutdownFlag) -> WorkerContext {
         WorkerContext(
             settings: settings,
             pollInterval: pollInterval,
-            queue: queue.forTraffic(traffic),
+            queue: queue,
             outcomes: outcomes,
             held: held,
             signal: signal,
