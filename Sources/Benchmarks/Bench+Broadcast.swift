@@ -57,15 +57,7 @@ extension Bench {
         defer { simulator.state.observe(nil) }
 
         let port = try Self.freePort()
-        let api = try startProcess(
-            "pushchat-api",
-            ["serve", "production"],
-            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": "warning"].merging(
-                Self.noLimits
-            ) {
-                $1
-            }
-        )
+        let api = try startAPI(port: port)
         let daemon = try startDaemon(extra: ["PUSHCHAT_APNS_TRANSPORT": transport])
         defer {
             for process in [api, daemon] where process.isRunning { process.terminate() }

@@ -53,13 +53,7 @@ extension Bench {
         progress("apiThroughput")
         try await query("TRUNCATE active_users, push_queue, messages")
         let port = try Self.freePort()
-        let api = try startProcess(
-            "pushchat-api",
-            ["serve", "production"],
-            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": "info"].merging(Self.noLimits) {
-                $1
-            }
-        )
+        let api = try startAPI(port: port, logLevel: "info")
         defer {
             api.terminate()
             api.waitUntilExit()
@@ -109,13 +103,7 @@ extension Bench {
         )
         try await query("VACUUM ANALYZE active_users")
         let port = try Self.freePort()
-        let api = try startProcess(
-            "pushchat-api",
-            ["serve", "production"],
-            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": "warning"].merging(
-                Self.noLimits
-            ) { $1 }
-        )
+        let api = try startAPI(port: port)
         defer {
             api.terminate()
             api.waitUntilExit()
@@ -191,6 +179,18 @@ extension Bench {
         "PUSHCHAT_API_RATE_PER_IP": "0", "PUSHCHAT_API_RATE_PER_UDID": "0", "PUSHCHAT_API_MAX_ROOM_SIZE": "0",
         "PUSHCHAT_API_FANOUT_PER_IP": "0", "PUSHCHAT_API_FANOUT_PER_UDID": "0", "PUSHCHAT_API_MAX_CONNECTIONS_PER_IP": "0",
     ]
+
+    /// `pushchat-api serve` on loopback `port`, without abuse limits (the figures measure something else).
+    func startAPI(port: Int, logLevel: String = "warning") throws -> Process {
+        try startProcess(
+            "pushchat-api",
+            ["serve", "production"],
+            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": logLevel].merging(Self.noLimits)
+            {
+                $1
+            }
+        )
+    }
 
     func startProcess(_ name: String, _ arguments: [String], extra: [String: String] = [:]) throws -> Process {
         let process = Process()

@@ -25,6 +25,11 @@ struct BroadcastExpansion: Sendable {
                 }
                 let result = try await broadcasts.expand(broadcast, limit: Self.batch)
                 failures = 0
+                if !result.moved {
+                    // Another daemon's batch holds the notification (or a cancellation came first): look again when
+                    // its rows are queued (its NOTIFY), not in a loop of statements that find the row locked.
+                    await context.signal.wait(after: generation, timeout: .milliseconds(50))
+                }
                 context.metrics.broadcastExpanded.increment(by: result.queued)
                 if result.done {
                     context.logger.info(
