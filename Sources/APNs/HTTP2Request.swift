@@ -8,18 +8,33 @@ import NIOSSL
 
 /// One request to send on an HTTP/2 connection.
 package struct HTTP2Request: Sendable {
-    package var notification: QueuedNotification
+    /// One reference: a request is copied into the stream table, its answer and the worker's report, and each copy
+    /// of the row, headers and body field by field would retain each of them.
+    private let storage: Storage
+
+    private final class Storage: Sendable {
+        let notification: QueuedNotification
+        let headers: HPACKHeaders
+        let body: ByteBuffer
+        let tokenGeneration: Int
+
+        init(notification: QueuedNotification, headers: HPACKHeaders, body: ByteBuffer, tokenGeneration: Int) {
+            self.notification = notification
+            self.headers = headers
+            self.body = body
+            self.tokenGeneration = tokenGeneration
+        }
+    }
+
+    package var notification: QueuedNotification { storage.notification }
     /// The whole header block as written: pseudo-headers first (see ``headerBlock(_:authority:bearer:)``).
-    package var headers: HPACKHeaders
-    package var body: ByteBuffer
+    package var headers: HPACKHeaders { storage.headers }
+    package var body: ByteBuffer { storage.body }
     /// The provider token's generation (0 with certificate authentication).
-    package var tokenGeneration: Int
+    package var tokenGeneration: Int { storage.tokenGeneration }
 
     package init(notification: QueuedNotification, headers: HPACKHeaders, body: ByteBuffer, tokenGeneration: Int) {
-        self.notification = notification
-        self.headers = headers
-        self.body = body
-        self.tokenGeneration = tokenGeneration
+        storage = Storage(notification: notification, headers: headers, body: body, tokenGeneration: tokenGeneration)
     }
 
     /// Headers whose value is new on every request: kept out of HPACK's dynamic table. Indexed, each would evict

@@ -59,9 +59,9 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
         case .write(let streams, let unanswered, let reason, let retired):
             // A flush per request keeps the DATA frames in stream order (see FlushBatcher); one TLS write per batch.
             batcher.hold()
+            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
             for (streamID, request) in streams {
                 let promise = context.eventLoop.makePromise(of: Void.self)
-                let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
                 promise.futureResult.whenFailure { error in
                     loopBound.value.writeFailed(streamID, error)
                 }

@@ -56,11 +56,16 @@ struct HTTP2Destination: Destination {
     /// What an answer means, as Apple documents it (``HTTP2Result/verdict``); keeps the provider token's state.
     func verdict(_ answer: HTTP2Answer, for row: QueuedNotification) -> Verdict {
         let result = answer.result
+        let verdict = result.verdict
+        if case .sent = verdict {
+            tokens?.accepted(generation: answer.request.tokenGeneration)
+            return .sent
+        }
+        // Formatted only for a refusal (not for each of the many accepted).
         let status = "\(result.status)"
         let reason = result.reason ?? "HTTP \(result.status)"
-        switch result.verdict {
+        switch verdict {
         case .sent:
-            tokens?.accepted(generation: answer.request.tokenGeneration)
             return .sent
         case .unregistered(let since):
             return .unregistered(status: status, reason: reason, since: since, source: "http2 \(result.statusText)")
