@@ -7,17 +7,25 @@ package enum DeviceToken {
 
     /// The bytes of an even-length hex string, or `nil` if it is not hex.
     package static func bytes(hex: String) -> [UInt8]? {
-        let utf8 = Array(hex.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = Hex.value(utf8[index]), let low = Hex.value(utf8[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
+        var hex = hex
+        // Read in place (a native string's UTF-8 is contiguous): no copy of the digits per row.
+        return hex.withUTF8 { utf8 -> [UInt8]? in
+            guard utf8.count % 2 == 0 else { return nil }
+            var valid = true
+            let bytes = [UInt8](unsafeUninitializedCapacity: utf8.count / 2) { buffer, count in
+                var index = 0
+                while index < utf8.count {
+                    guard let high = Hex.value(utf8[index]), let low = Hex.value(utf8[index + 1]) else {
+                        valid = false
+                        break
+                    }
+                    buffer[index / 2] = high << 4 | low
+                    index += 2
+                }
+                count = valid ? utf8.count / 2 : 0
+            }
+            return valid ? bytes : nil
         }
-        return bytes
     }
 
     /// Lower-case hex of `bytes`.

@@ -245,7 +245,7 @@ package final class Bench: Sendable {
         let daemonCPU = processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +) - cpuBefore.daemons
         let benchCPU = Self.ownCPUSeconds() - cpuBefore.bench
         let cpu = String(
-            format: "CPU per row: daemon %.0f µs, simulator %.0f µs",
+            format: "CPU per row: daemon %.1f µs, simulator %.1f µs",
             daemonCPU / Double(rows) * 1e6,
             benchCPU / Double(rows) * 1e6
         )

@@ -152,6 +152,8 @@ import Testing
         #expect(DeviceToken.bytes(hex: hex.uppercased()) == Self.token)
         #expect(DeviceToken.bytes(hex: "abc") == nil)
         #expect(DeviceToken.bytes(hex: "zz") == nil)
+        #expect(DeviceToken.bytes(hex: "00ff1z") == nil)
+        #expect(DeviceToken.bytes(hex: "") == [])
         #expect(DeviceToken.redacted(hex) == "000102…1e1f")
     }
 }
