@@ -142,6 +142,10 @@ package final class PushService: Service, Sendable {
         queue.retryLimit = PushQueue.RetryLimit(attempts: configuration.push.maxAttempts, age: configuration.push.maxAge)
         let signal = QueueSignal()
         let held = HeldRows()
+        let rate = configuration.push.broadcastRate
+        if rate > 0 {
+            logger.info("Broadcast rows go out at \(rate)/s at most (push_broadcast_rate); other notifications are not held back")
+        }
         return WorkerContext(
             settings: configuration.push,
             pollInterval: configuration.pollInterval,
@@ -152,7 +156,8 @@ package final class PushService: Service, Sendable {
             shutdown: ShutdownFlag(signal: signal),
             metrics: metrics,
             status: status,
-            logger: logger
+            logger: logger,
+            broadcastRate: rate > 0 ? BroadcastRate(perSecond: rate) : nil
         )
     }
 

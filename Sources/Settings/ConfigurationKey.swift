@@ -70,6 +70,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case pushMaxAttempts = "push_max_attempts"
     case pushMaxAge = "push_max_age"
     case pushStallTimeout = "push_stall_timeout"
+    case pushBroadcastRate = "push_broadcast_rate"
 
     /// The key as written in the configuration file.
     package var fileKey: String { rawValue }

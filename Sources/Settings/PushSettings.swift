@@ -44,6 +44,10 @@ package struct PushSettings: Sendable {
     /// Binary: a gateway that takes no bytes for this long while a write waits (it stopped reading) is treated as a
     /// dead connection: closed, its window sent again on a new one (`push_stall_timeout`). Default 30 s.
     package var stallTimeout: Duration = .seconds(30)
+    /// Broadcast rows (`push_queue.bulk`) this daemon sends per second at most, over all its connections
+    /// (`push_broadcast_rate`; 0: as fast as the gateway takes them): spreads a broadcast out, for the gateways and
+    /// for the app's backend when the phones open the app at once. Other notifications are never held back. Default 0.
+    package var broadcastRate = 0
 
     package init() {}
 
@@ -73,6 +77,7 @@ package struct PushSettings: Sendable {
         statusPort = try Configuration.integer(.pushStatusPort, source, in: 0...65535) ?? statusPort
         requestTimeout = try Configuration.duration(.pushRequestTimeout, source) ?? requestTimeout
         stallTimeout = try Configuration.duration(.pushStallTimeout, source) ?? stallTimeout
+        broadcastRate = try Configuration.integer(.pushBroadcastRate, source, in: 0...10_000_000) ?? broadcastRate
         guard lease > settle * 4 else {
             throw Configuration.invalid(.pushLease, source, "must be well above push_settle (at least 4 times)")
         }

@@ -176,21 +176,24 @@ package struct PushQueue: Sendable {
     /// updated by their row address (`ctid`, a TID scan: no second index lookup per row). Held by this statement's
     /// lock, a locked row cannot move before the update; one that another session changed after this statement's
     /// snapshot is not updated and stays pending for the next claim.
-    package func claim(limit: Int) async throws -> [QueuedNotification] {
+    ///
+    /// `bulkLimit` caps the broadcast rows of this claim (`push_broadcast_rate`'s share; nil: no cap).
+    package func claim(limit: Int, bulkLimit: Int? = nil) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let after = cursor.value.withLock { $0.start(now: now) }
         let afterBulk = bulkCursor.value.withLock { $0.start(now: now) }
+        let bulkCap = min(limit, max(0, bulkLimit ?? limit))
+        let share = traffic == .all ? min(Self.broadcastShare(of: limit), bulkCap) : 0
         let rows = try await run(
             """
             WITH waiting AS (
-                SELECT count(*) AS n FROM push_queue_candidates(\(app), \(platform.rawValue), true, \(afterBulk),
-                    \(Int64(traffic == .all ? Self.broadcastShare(of: limit) : 0)))
+                SELECT count(*) AS n FROM push_queue_candidates(\(app), \(platform.rawValue), true, \(afterBulk), \(Int64(share)))
             ), others AS (
                 SELECT c AS ctid FROM push_queue_candidates(\(app), \(platform.rawValue), false, \(after),
                     greatest(0, \(Int64(traffic == .bulk ? 0 : limit)) - (SELECT n FROM waiting))) c
             ), broadcast AS (
                 SELECT c AS ctid FROM push_queue_candidates(\(app), \(platform.rawValue), true, \(afterBulk),
-                    greatest(0, \(Int64(traffic == .interactive ? 0 : limit)) - (SELECT count(*) FROM others))) c
+                    least(\(Int64(bulkCap)), greatest(0, \(Int64(traffic == .interactive ? 0 : limit)) - (SELECT count(*) FROM others)))) c
             )
             UPDATE push_queue q
             SET claimed_by = \(instance), claimed_until = now() + make_interval(secs => \(leaseSeconds)), attempts = q.attempts + 1
@@ -241,8 +244,8 @@ package struct PushQueue: Sendable {
         // the broadcast's for what the first left over.
         let others = claimed.count - bulkCount
         if traffic != .bulk { cursor.value.withLock { $0.claimed(count: others, limit: limit - reserved, newest: newest) } }
-        if traffic != .interactive && others < limit {
-            bulkCursor.value.withLock { $0.claimed(count: bulkCount, limit: limit - others, newest: newestBulk) }
+        if traffic != .interactive && others < limit && bulkCap > 0 {
+            bulkCursor.value.withLock { $0.claimed(count: bulkCount, limit: min(bulkCap, limit - others), newest: newestBulk) }
         }
         claimed.sort { $0.messageID < $1.messageID }
         return claimed

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import PostgresNIO
 import Simulator
+import Support
 import Testing
 
 @testable import API
@@ -380,4 +381,49 @@ import Testing
             #expect(status?.state == .done && status?.sent == devices)
         }
     }
+
+    /// `push_broadcast_rate` as deployed: a daemon process limited to 500 broadcast rows a second sends a 3,000-device
+    /// broadcast no faster than that (a tenth of a second's worth ahead at most), while a chat message queued
+    /// meanwhile goes out at once; the broadcast is sent in full, each row once.
+    @Test func aBroadcastRateHoldsTheBroadcastBackButNotChat() async throws {
+        try await PushHarness.run { harness in
+            let devices = 3_000
+            let rate = 500
+            try await Self.seedDevices(harness.url, count: devices)
+            let all = Self.notification(.all)
+            _ = try await TestDatabase.withDatabaseClient(harness.url) { database in
+                try await ProviderStore(database: database, logger: TestDatabase.logger).queue(all, maxRecipients: nil, backgroundAbove: 0)
+            }
+            var environment = harness.environment(harness.configuration())
+            environment["PUSHCHAT_PUSH_BROADCAST_RATE"] = "\(rate)"
+            let started = ContinuousClock.now
+            let (daemon, _) = try PushProcessTests.start(environment)
+            defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+            // Never ahead of the budget: what is sent by now was granted since the daemon started.
+            let withinRate: @Sendable () async throws -> Int64 = {
+                let sent = try await harness.count("bulk AND time_sent IS NOT NULL")
+                let allowed = Double(rate) * started.duration(to: .now).seconds + Double(rate) / 10
+                #expect(Double(sent) <= allowed, "\(sent) broadcast rows sent, \(Int(allowed)) allowed by now")
+                return sent
+            }
+            try await harness.waitUntil(timeout: .seconds(30), "the broadcast is under way") { try await withinRate() >= 200 }
+            let chat = try await harness.queue(1, from: 9_999_999)[0]
+            let queued = ContinuousClock.now
+            try await harness.waitUntil(timeout: .seconds(10), "the chat message is sent") {
+                _ = try await withinRate()
+                return try await harness.count("message_id = \(chat) AND time_sent IS NOT NULL") == 1
+            }
+            let chatTook = queued.duration(to: .now)
+            let behind = try await harness.count("bulk AND time_sent IS NULL")
+            #expect(behind > 500, "the chat message went out while the broadcast was held back (\(behind) rows to go, \(chatTook))")
+            try await harness.waitUntil(timeout: .seconds(60), "the broadcast is sent") {
+                try await withinRate() == Int64(devices)
+            }
+            #expect(Set(harness.acceptedCounts.values) == [1], "each row reached the gateway once")
+            #expect(harness.acceptedCounts.count == devices + 1)
+            daemon.terminate()
+            #expect(try await PushProcessTests.waitForExit(daemon, timeout: .seconds(15)))
+        }
+    }
+
 }

@@ -211,8 +211,25 @@ struct SenderDriver<D: Destination>: Sendable {
                 await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
                 continue
             }
+            // push_broadcast_rate: this claim's share of broadcast rows. A connection for broadcast rows only waits
+            // for a whole share (a tenth of a second's worth, one statement); one that claims both takes what there is
+            // and claims the other rows meanwhile.
+            let rate = context.queue.traffic == .interactive ? nil : context.broadcastRate
+            let onlyBulk = context.queue.traffic == .bulk
+            let share = rate?.share(of: settings.batchSize) ?? 1
+            let bulkLimit = rate?.take(upTo: settings.batchSize, atLeast: onlyBulk ? share : 1)
+            if let rate, bulkLimit == 0, onlyBulk {
+                await session.closing.wait(after: closingGeneration, timeout: rate.wait(for: share))
+                continue
+            }
             do {
-                let claimed = try await context.held.claim(from: context.queue, limit: settings.batchSize, timer: metrics.claimDuration)
+                let claimed = try await context.held.claim(
+                    from: context.queue,
+                    limit: settings.batchSize,
+                    bulkLimit: bulkLimit,
+                    timer: metrics.claimDuration
+                )
+                if let rate, let bulkLimit { rate.giveBack(bulkLimit - claimed.count { $0.bulk }) }
                 databaseBackoff.reset()
                 if claimed.isEmpty {
                     // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
@@ -224,6 +241,7 @@ struct SenderDriver<D: Destination>: Sendable {
                 }
                 session.update { $0.claimed(claimed) }
             } catch {
+                if let rate, let bulkLimit { rate.giveBack(bulkLimit) }
                 if databaseBackoff.failures == 0 {
                     logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
                 }

@@ -16,6 +16,8 @@ struct WorkerContext: Sendable {
     let metrics: PushMetrics
     let status: PushStatus
     let logger: Logger
+    /// `push_broadcast_rate`: the daemon's budget for broadcast rows, shared by all its connections (nil: no limit).
+    var broadcastRate: BroadcastRate? = nil
 
     /// The same context for one app's sender: its queue (its rows, its claim cursor) and its own stop, which the
     /// service also raises at graceful shutdown.
@@ -39,7 +41,8 @@ struct WorkerContext: Sendable {
             shutdown: shutdown,
             metrics: metrics,
             status: status,
-            logger: logger
+            logger: logger,
+            broadcastRate: broadcastRate
         )
     }
 }
