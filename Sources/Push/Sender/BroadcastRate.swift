@@ -24,7 +24,7 @@ struct RowBudget: Sendable, Equatable {
     mutating func take(upTo wanted: Int, atLeast minimum: Int = 1, now: ContinuousClock.Instant) -> Int {
         refill(now)
         let granted = max(0, min(wanted, Int(available)))
-        guard granted >= min(max(1, minimum), Int(burst)) else { return 0 }
+        guard granted >= share(of: minimum) else { return 0 }
         available -= Double(granted)
         return granted
     }
@@ -41,7 +41,7 @@ struct RowBudget: Sendable, Equatable {
     func wait(for rows: Int = 1, now: ContinuousClock.Instant) -> Duration {
         var budget = self
         budget.refill(now)
-        let missing = Double(min(max(1, rows), Int(burst))) - budget.available
+        let missing = Double(share(of: rows)) - budget.available
         guard missing > 0 else { return .zero }
         return .nanoseconds(Int64((missing / Double(perSecond) * 1e9).rounded(.up)))
     }
@@ -60,8 +60,6 @@ final class BroadcastRate: Sendable {
     init(perSecond: Int) {
         budget = NIOLockedValueBox(RowBudget(perSecond: perSecond, now: .now))
     }
-
-    var perSecond: Int { budget.withLockedValue { $0.perSecond } }
 
     /// Up to `wanted` rows, or none until `minimum` are available.
     func take(upTo wanted: Int, atLeast minimum: Int = 1) -> Int {
