@@ -336,7 +336,11 @@ import Testing
                 try await ProviderStore(database: database, logger: TestDatabase.logger).queue(all, maxRecipients: nil, backgroundAbove: 0)
             }
             #expect(accepted == .accepted(recipients: devices))
-            let environment = harness.environment(harness.configuration())
+            var environment = harness.environment(harness.configuration())
+            // A window of 500 at the 0.5 s settle: each connection sends 1,000 rows/s at most, so the broadcast takes
+            // seconds and the chat message has a backlog to overtake (with the whole window, a fast machine sent all
+            // 12,000 before the check).
+            environment["PUSHCHAT_PUSH_WINDOW"] = "500"
             let daemons = try (1...2).map { _ in try PushProcessTests.start(environment).0 }
             defer { for daemon in daemons where daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
             try await harness.waitUntil(timeout: .seconds(30), "the broadcast is under way") {
