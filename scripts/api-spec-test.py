@@ -86,7 +86,7 @@ def main():
         result = subprocess.run(command, env=environment_st, timeout=180, cwd=OUTPUT)
         if result.returncode != 0:
             fail(f"schemathesis found answers that break the spec (exit {result.returncode}); see above")
-        queued = psql(url, "SELECT count(*) FROM push_queue")
+        queued = psql(url, "SELECT count(*) FROM push_deliveries")
         print(f"    every answer as the spec says, none a 5xx; {queued} notifications queued on the way")
         if api_process.poll() is not None:
             fail("the API exited during the run")

@@ -248,7 +248,7 @@ def main():
         if browser.evaluate(f"document.querySelector('section.phone[data-token=\"{ann['token']}\"]') !== null"):
             fail("Ann's own message appears on her lock screen")
         wait_until("the row for Bob to be stamped sent", lambda: psql(
-            url, f"SELECT count(*) FROM push_queue WHERE device_token = '{bob['token']}' AND time_sent IS NOT NULL") == "1")
+            url, f"SELECT count(*) FROM push_deliveries WHERE device_token = '{bob['token']}' AND time_sent IS NOT NULL") == "1")
         screenshot = os.path.join(OUTPUT, "lock-screen.png")
         browser.screenshot(screenshot)
         print(f"    the message is on Bob's iPhone and Dee's Android lock screens (the open page updated itself); screenshot: {screenshot}")

@@ -137,11 +137,11 @@ free_port() { pg_free_port; }
 delivered_once() {
     local word=$1 expected=$2 where=$3 queued sent arrived distinct
     for _ in $(seq 1 200); do
-        [ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: $word %'")" = "$expected" ] && break
+        [ "$(db "SELECT count(*) FROM push_deliveries WHERE time_sent IS NOT NULL AND payload LIKE '%: $word %'")" = "$expected" ] && break
         sleep 0.1
     done
-    queued=$(db "SELECT count(*) FROM push_queue WHERE payload LIKE '%: $word %'")
-    sent=$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND payload LIKE '%: $word %'")
+    queued=$(db "SELECT count(*) FROM push_deliveries WHERE payload LIKE '%: $word %'")
+    sent=$(db "SELECT count(*) FROM push_deliveries WHERE time_sent IS NOT NULL AND payload LIKE '%: $word %'")
     [ "$queued" = "$expected" ] || die "$queued rows queued $where, not $expected"
     [ "$sent" = "$expected" ] || die "$sent of $expected rows queued $where were sent"
     read -r arrived distinct < <(python3 - "$scratch/record.jsonl" ": $word " <<'EOF'
@@ -276,6 +276,7 @@ owner=$(db "SELECT tableowner FROM pg_tables WHERE tablename = 'push_queue'")
 [ "$owner" = pushchat_owner ] || die "push_queue belongs to $owner, not pushchat_owner"
 service_url=$(grep '^PUSHCHAT_DATABASE_URL=' "$etc/pushchat.env" | cut -d= -f2-)
 psql "$service_url" -qtAc 'SELECT count(*) FROM push_queue' >/dev/null || die "the services' role cannot read the queue"
+psql "$service_url" -qtAc 'SELECT count(*) FROM push_deliveries' >/dev/null || die "the services' role cannot read push_deliveries"
 if psql "$service_url" -v ON_ERROR_STOP=1 -qc 'CREATE TABLE intruder ()' >/dev/null 2>&1 \
     || psql "$service_url" -v ON_ERROR_STOP=1 -qc 'ALTER TABLE push_queue ADD COLUMN intruder int' >/dev/null 2>&1; then
     die "the services' role may change the schema"
@@ -368,15 +369,15 @@ done
 grep "$token_f" "$scratch/record.jsonl" | grep '"format":"fcm"' | grep -q 'Eve: Hello Android' || die "the message did not arrive at the simulator's FCM (see push.log)"
 grep -q 'Connection OK (FCM)' "$scratch/push.log" || die "the push daemon logged no FCM connection"
 for _ in $(seq 1 50); do
-    [ "$(db "SELECT count(*) FROM push_queue WHERE platform = 'fcm' AND time_sent IS NOT NULL")" = 1 ] && break
+    [ "$(db "SELECT count(*) FROM push_deliveries WHERE platform = 'fcm' AND time_sent IS NOT NULL")" = 1 ] && break
     sleep 0.1
 done
-[ "$(db "SELECT count(*) FROM push_queue WHERE platform = 'fcm' AND time_sent IS NOT NULL")" = 1 ] || die "the Android row is not stamped sent"
+[ "$(db "SELECT count(*) FROM push_deliveries WHERE platform = 'fcm' AND time_sent IS NOT NULL")" = 1 ] || die "the Android row is not stamped sent"
 for udid in 4444444444444444444444444444444444444444 5555555555555555555555555555555555555555; do
     [ "$(post --data-urlencode cmd=leave --data-urlencode udid=$udid)" = 200 ] || die "leave $udid"
 done
-[ "$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL AND device_token = '$token_b'")" = 1 ] || die "B's row is not stamped sent"
-[ "$(db "SELECT count(*) FROM push_queue WHERE time_failed IS NOT NULL AND device_token = '$token_c'")" = 1 ] || die "C's row did not fail (410)"
+[ "$(db "SELECT count(*) FROM push_deliveries WHERE time_sent IS NOT NULL AND device_token = '$token_b'")" = 1 ] || die "B's row is not stamped sent"
+[ "$(db "SELECT count(*) FROM push_deliveries WHERE time_failed IS NOT NULL AND device_token = '$token_c'")" = 1 ] || die "C's row did not fail (410)"
 
 step "the provider API with the guide's key: a device, a notification to its user, its status"
 v1() { curl -sS -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' "$@"; }
@@ -426,8 +427,8 @@ done
 grep "$token_e" "$scratch/record.jsonl" | grep -q '"topic":"com.example.PushChat.beta"' \
     || die "beta's notification did not arrive with its topic (see push.log)"
 grep -q 'App beta: com.example.PushChat.beta in sandbox' "$scratch/push.log" || die "the push daemon did not start beta's sender"
-[ "$(db "SELECT count(*) FROM push_queue WHERE app = 'beta' AND time_sent IS NOT NULL")" = 1 ] || die "beta's row is not stamped sent"
-[ "$(db "SELECT count(*) FROM push_queue WHERE app = 'default' AND device_token = '$token_e'")" = 0 ] \
+[ "$(db "SELECT count(*) FROM push_deliveries WHERE app = 'beta' AND time_sent IS NOT NULL")" = 1 ] || die "beta's row is not stamped sent"
+[ "$(db "SELECT count(*) FROM push_deliveries WHERE app = 'default' AND device_token = '$token_e'")" = 0 ] \
     || die "beta's notification went to the default app"
 
 step "the feedback and prune jobs, as their timers run them"
@@ -628,7 +629,7 @@ export PGPORT=$pg_port PGCLUSTER=$pg_version/${cluster}r
 run_guide_block database "$repo" "$scratch/password-input"
 run_guide_block restore "$repo" /dev/null
 [ "$(db "SELECT count(*) FROM api_keys")" = "$keys_before" ] || die "the restored database lacks the keys"
-[ "$(db "SELECT count(*) FROM push_queue WHERE device_token = '$token_r' AND time_sent IS NULL")" = 1 ] \
+[ "$(db "SELECT count(*) FROM push_deliveries WHERE device_token = '$token_r' AND time_sent IS NULL")" = 1 ] \
     || die "the restored database lacks the pending notification"
 [ -n "$(db "SELECT setconfig FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = 'pushchat')")" ] \
     || die "the restore's migrate did not set the database's timeouts"
@@ -646,10 +647,10 @@ for _ in $(seq 1 100); do
 done
 [ "$(grep -c "$token_r" "$scratch/record.jsonl")" = 1 ] || die "the pending notification did not arrive once from the restored database"
 for _ in $(seq 1 50); do
-    [ "$(db "SELECT count(*) FROM push_queue WHERE device_token = '$token_r' AND time_sent IS NOT NULL")" = 1 ] && break
+    [ "$(db "SELECT count(*) FROM push_deliveries WHERE device_token = '$token_r' AND time_sent IS NOT NULL")" = 1 ] && break
     sleep 0.1
 done
-[ "$(db "SELECT count(*) FROM push_queue WHERE device_token = '$token_r' AND time_sent IS NOT NULL")" = 1 ] \
+[ "$(db "SELECT count(*) FROM push_deliveries WHERE device_token = '$token_r' AND time_sent IS NOT NULL")" = 1 ] \
     || die "the restored row is not stamped sent"
 for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
 for pid in "${pids[@]:1}"; do wait "$pid" || die "the push daemon on the restored database exited with status $?"; done
@@ -733,6 +734,14 @@ if [ "$contract_pending" -gt 0 ]; then
         || die "migrate --contract did not move the devices' key"
     echo "    migrate --contract applied under traffic: devices and invalid_tokens keyed by (app, device_token)"
 fi
+# 019_push_history_contract.sql: the running daemon notices it (within a third of its lease) and moves the rows it sends.
+for _ in $(seq 1 300); do
+    [ "$(db "SELECT count(*) FROM push_history WHERE payload LIKE '%: upgrade %'")" -gt 0 ] && break
+    sleep 0.1
+done
+[ "$(db "SELECT count(*) FROM push_history WHERE payload LIKE '%: upgrade %'")" -gt 0 ] \
+    || die "after migrate --contract the push daemon still stamps rows in push_queue"
+echo "    after migrate --contract the running push daemon moves the rows it sends to push_history"
 sleep 2
 touch "$scratch/upgrade-done"
 wait "$traffic"

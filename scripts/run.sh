@@ -155,7 +155,7 @@ PushChat Server is running (development mode).
                  curl -H "Authorization: Bearer \$KEY" -H 'Content-Type: application/json' -d '{"to": {"all": true}, "aps": {"alert": "Beta: hello"}}' $api/v1/notifications
   Metrics        http://127.0.0.1:$api_metrics/metrics (API)   http://127.0.0.1:$push_status/metrics (push daemon; also /readyz)
   psql           psql '$PUSHCHAT_DATABASE_URL'
-                 SELECT * FROM active_users;  SELECT message_id, device_token, payload, time_sent FROM push_queue;
+                 SELECT * FROM active_users;  SELECT message_id, status, device_token, payload, time_sent FROM push_deliveries;
   Logs           log/api_development.log  log/push_development.log  log/feedback_development.log
 
 From a shell:

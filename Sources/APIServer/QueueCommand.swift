@@ -89,7 +89,7 @@ struct QueueCommand: AsyncParsableCommand {
     struct Prune: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Delete sent and failed rows older than --older-than, and old messages, users without a token and handled invalid-token reports (retention_*), in batches."
+                "Delete sent and failed rows older than --older-than (moving those left in push_queue to push_history), and old messages, users without a token and handled invalid-token reports (retention_*), in batches."
         )
         @OptionGroup var options: ProcessOptions
         @Option(name: .customLong("older-than"), help: "Retention, e.g. 7d, 12h, 3600.")
@@ -106,6 +106,8 @@ struct QueueCommand: AsyncParsableCommand {
             let retention = try options.configuration().retention
             try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
                 print("\(try await admin.prune(olderThan: age)) rows older than \(olderThan) deleted")
+                let moved = try await admin.moveStampedRows()
+                if moved > 0 { print("\(moved) rows sent or failed before they moved on their own moved to push_history") }
                 let (notifications, keys) = try await admin.pruneNotifications(olderThan: age)
                 print("\(notifications) provider notifications older than \(olderThan) and \(keys) idempotency keys past 24 h deleted")
                 let pruned = try await admin.pruneRetention(retention)

@@ -20,7 +20,7 @@ extension Bench {
         )
         let alone = try await drain(rows: rows, daemons: 1, summary: "app A alone (binary), \(rows) pending rows").rate
         progress("apps (B's notifications while A drains \(rows) rows)")
-        try await query("TRUNCATE push_queue")
+        try await query("TRUNCATE push_queue, push_history")
         try await query(
             """
             INSERT INTO push_queue (device_token, payload)
@@ -84,7 +84,7 @@ extension Bench {
             try await Task.sleep(for: .milliseconds(100))
         }
         let span = try await double(
-            "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM push_queue WHERE app = 'default'"
+            "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM push_deliveries WHERE app = 'default'"
         )
         let together = Double(rows) / max(span, 0.001)
         let sorted = latencies.sorted()

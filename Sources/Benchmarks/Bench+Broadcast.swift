@@ -12,7 +12,7 @@ extension Bench {
     func broadcast(devices: Int, chatRate: Int, transport: String) async throws -> [Figure] {
         progress("broadcast (\(devices) devices, \(chatRate) chat messages/s, \(transport))")
         let rooms = 200
-        try await query("TRUNCATE active_users, push_queue, messages, notifications, idempotency_keys")
+        try await query("TRUNCATE active_users, push_queue, push_history, messages, notifications, idempotency_keys")
         try await query("DELETE FROM devices")
         try await query(
             """
@@ -134,7 +134,7 @@ extension Bench {
         let (p50, p99) = (percentile(during, 0.5), percentile(during, 0.99))
         let span = drained.timeIntervalSince(answered)
         let twice = try await scalar(
-            "SELECT count(*) FROM (SELECT device_token FROM push_queue WHERE bulk GROUP BY device_token HAVING count(*) > 1) t"
+            "SELECT count(*) FROM (SELECT device_token FROM push_deliveries WHERE bulk GROUP BY device_token HAVING count(*) > 1) t"
         )
         return [
             Figure(

@@ -51,7 +51,7 @@ extension Bench {
         // 80% of the rate without (the line after), whatever their own trend.
         func three(_ label: String, target: Bool) async throws -> (figures: [Figure], rates: [Double]) {
             var rates: [Double] = []
-            try await query("TRUNCATE push_queue")
+            try await query("TRUNCATE push_queue, push_history")
             try await query("VACUUM ANALYZE push_queue")
             for round in 0..<3 {
                 rates.append(try await drain(rows: rows, daemons: 1, fresh: false).rate)
@@ -103,7 +103,7 @@ extension Bench {
     /// allocator holds in use (their `/metrics`), which tells live growth from memory the allocator keeps.
     func soak(minutes: Int, rate: Int) async throws -> [Figure] {
         progress("soak (\(minutes) min at \(rate) requests/s)")
-        try await query("TRUNCATE active_users, push_queue, messages")
+        try await query("TRUNCATE active_users, push_queue, push_history, messages")
         let port = try Self.freePort()
         let apiMetricsPort = try Self.freePort()
         let daemonStatusPort = try Self.freePort()
@@ -164,7 +164,7 @@ extension Bench {
             try await Task.sleep(for: .seconds(1))
             pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
         }
-        let sent = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL")
+        let sent = try await scalar("SELECT count(*) FROM push_deliveries WHERE time_sent IS NOT NULL")
         let series = samples.withLockedValue { $0 }
         // Growth over the last two thirds of the run (the first third is warming up: pools, caches, allocator).
         let from = series.count / 3

@@ -189,8 +189,8 @@ package final class Bench: Sendable {
     ) async throws -> (figures: [Figure], rate: Double) {
         progress("drain (\(platform == .fcm ? "FCM" : transport.rawValue))")
         // A fresh queue (truncated and vacuumed), or rows added behind the earlier rounds' (back-to-back drains).
-        if fresh { try await query("TRUNCATE push_queue") }
-        let firstID = try await scalar("SELECT coalesce(max(message_id), 0) FROM push_queue")
+        if fresh { try await query("TRUNCATE push_queue, push_history") }
+        let firstID = try await scalar("SELECT coalesce(max(message_id), 0) FROM push_deliveries")
         switch platform {
         case .apns:
             try await query(
@@ -250,7 +250,7 @@ package final class Bench: Sendable {
             benchCPU / Double(rows) * 1e6
         )
         let span = try await double(
-            "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM push_queue WHERE message_id > \(firstID)"
+            "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM push_deliveries WHERE message_id > \(firstID)"
         )
         // Every row is stamped sent only after the gateway accepted it, so accepted − rows is the duplicates.
         let accepted = simulator.state.counters.accepted - acceptedBefore
@@ -259,7 +259,7 @@ package final class Bench: Sendable {
         if !fresh {
             return ([], rate)
         }
-        // The same rows through one raw UPDATE, as a yardstick for this machine in this run, with the daemons
+        // The same rows through one raw move to push_history (what the daemon's stamps do), as a yardstick for this machine in this run, with the daemons
         // stopped: running, they would claim the rows the first UPDATE makes pending again and compete with (or
         // deadlock against) the second.
         stopDaemons()
@@ -267,9 +267,15 @@ package final class Bench: Sendable {
         // checkpoints come and go beside it).
         var rawRates: [Double] = []
         for _ in 0..<3 {
-            try await query("UPDATE push_queue SET time_sent = NULL")
+            try await query(
+                "WITH done AS (DELETE FROM push_history WHERE message_id > \(firstID) RETURNING *) "
+                    + PushHistory.insert(into: "push_queue", from: "done", overriding: ["time_sent": "NULL"])
+            )
             let rawStart = ContinuousClock.now
-            try await query("UPDATE push_queue SET time_sent = now()")
+            try await query(
+                "WITH done AS (DELETE FROM push_queue RETURNING *) "
+                    + PushHistory.insert(into: "push_history", from: "done", overriding: ["time_sent": "now()"])
+            )
             rawRates.append(Double(rows) / (ContinuousClock.now - rawStart).seconds)
         }
         let raw = rawRates.sorted()[1]
@@ -327,7 +333,7 @@ package final class Bench: Sendable {
     /// With the daemon idle, queues one row at a time and measures until the simulator decodes it.
     func idleLatency(samples: Int) async throws -> [Figure] {
         progress("idleLatency")
-        try await query("TRUNCATE push_queue")
+        try await query("TRUNCATE push_queue, push_history")
         let process = try startDaemon(extra: ["PUSHCHAT_POLL_INTERVAL": "60"])
         defer {
             process.terminate()

@@ -109,6 +109,8 @@ package final class PushService: Service, Sendable {
             return
         }
         let context = makeContext(status: status)
+        // Before the first claim, so that rows move from the start (the lease keeper asks again as it runs).
+        if (try? await context.queue.refreshHistoryMode()) == true { logger.info("Rows sent or failed for good move to push_history") }
         let listener = QueueListener.choose(
             configuration: configuration,
             session: database.session,
@@ -299,10 +301,15 @@ package final class PushService: Service, Sendable {
         }
     }
 
-    /// Renews the leases of rows in flight and returns expired claims (of daemons that died) to the queue.
+    /// Renews the leases of rows in flight and returns expired claims (of daemons that died) to the queue; asks whether
+    /// rows move to `push_history` yet (after `migrate --contract`, which may run while the daemon does).
     static func maintainLeases(_ context: WorkerContext) async {
         while !Task.isCancelled {
             do {
+                let moving = context.queue.history.moving
+                if try await context.queue.refreshHistoryMode(), !moving {
+                    context.logger.info("Rows sent or failed for good move to push_history")
+                }
                 // Our own leases first: after an outage longer than the lease they have run out too, and the rows
                 // they hold were written (a second claim would send them twice).
                 let held = context.held.snapshot

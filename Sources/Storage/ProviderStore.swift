@@ -388,7 +388,7 @@ package struct ProviderStore: Sendable {
                    count(q.message_id) FILTER (WHERE q.time_failed IS NOT NULL AND q.last_status IS DISTINCT FROM \(canceled)),
                    count(q.message_id) FILTER (WHERE q.time_failed IS NOT NULL AND q.last_status = \(canceled)),
                    count(q.message_id) FILTER (WHERE q.time_sent IS NULL AND q.time_failed IS NULL)
-            FROM notifications n LEFT JOIN push_queue q ON q.notification_id = n.id
+            FROM notifications n LEFT JOIN push_deliveries q ON q.notification_id = n.id
             WHERE n.id = \(id) AND n.key_name = \(keyName)
             GROUP BY n.id
             """,
@@ -416,7 +416,7 @@ package struct ProviderStore: Sendable {
         if status.failed > 0 {
             let rows = try await database.query(
                 """
-                SELECT device_token, last_status, coalesce(last_error, 'failed') FROM push_queue
+                SELECT device_token, last_status, coalesce(last_error, 'failed') FROM push_deliveries
                 WHERE notification_id = \(id) AND time_failed IS NOT NULL AND last_status IS DISTINCT FROM \(canceled)
                 ORDER BY message_id LIMIT \(Self.failureLimit)
                 """,

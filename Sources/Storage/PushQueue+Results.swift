@@ -44,7 +44,7 @@ extension PushQueue {
     private func record(_ results: Results, tokensKeyedByToken: Bool) async throws -> Int {
         var statements: [PostgresQuery] = []
         if !results.sent.isEmpty { statements.append(sentStatement(results.sent)) }
-        if !results.failed.isEmpty { statements.append(Self.failedStatement(results.failed)) }
+        if !results.failed.isEmpty { statements.append(failedStatement(results.failed)) }
         if !results.invalidTokens.isEmpty {
             statements.append(InvalidTokenUpsert.statement(results.invalidTokens, keyedByToken: tokensKeyedByToken))
         }

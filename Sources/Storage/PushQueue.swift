@@ -75,6 +75,8 @@ package struct PushQueue: Sendable {
     /// broadcast's (`bulk`), which a claim takes only after the others.
     let cursor: CursorBox
     let bulkCursor: CursorBox
+    /// Whether rows this daemon is done with move to `push_history` (shared by every queue made from this one).
+    package let history: PushHistory.Mode
 
     /// Holds the daemon's ``ClaimCursor``.
     final class CursorBox: Sendable {
@@ -92,8 +94,16 @@ package struct PushQueue: Sendable {
         self.init(source: .database(database), instance: instance, lease: lease, rescan: rescan, logger: logger)
     }
 
-    init(source: Source, instance: String, lease: Duration, rescan: Duration, logger: Logger) {
+    init(
+        source: Source,
+        instance: String,
+        lease: Duration,
+        rescan: Duration,
+        logger: Logger,
+        history: PushHistory.Mode = PushHistory.Mode()
+    ) {
         self.source = source
+        self.history = history
         self.instance = instance
         self.lease = lease
         self.rescan = rescan
@@ -123,7 +133,7 @@ package struct PushQueue: Sendable {
     /// The same queue for `app`'s rows on `platform`: its own claim cursor (one app's or platform's backlog never
     /// moves another's claims).
     package func forApp(_ app: String, platform: Platform = .apns) -> PushQueue {
-        var queue = PushQueue(source: source, instance: instance, lease: lease, rescan: rescan, logger: logger)
+        var queue = PushQueue(source: source, instance: instance, lease: lease, rescan: rescan, logger: logger, history: history)
         queue.retryLimit = retryLimit
         queue.app = app
         queue.platform = platform
@@ -135,6 +145,16 @@ package struct PushQueue: Sendable {
         var queue = forApp(app, platform: platform)
         queue.traffic = traffic
         return queue
+    }
+
+    /// Asks the database whether rows move to `push_history` yet (``PushHistory``); the answer holds until the next call.
+    @discardableResult
+    package func refreshHistoryMode() async throws -> Bool {
+        let rows = try await run(PostgresQuery(unsafeSQL: PushHistory.activeQuery))
+        var moving = false
+        for exists in try rows.decode(Bool.self) { moving = exists }
+        history.set(moving)
+        return moving
     }
 
     /// Whether this queue's app has rows waiting that nobody holds (an app's connection opens only then).
@@ -262,22 +282,51 @@ package struct PushQueue: Sendable {
     }
 
     func sentStatement(_ ids: [Int64]) -> PostgresQuery {
-        "UPDATE push_queue SET time_sent = now(), last_status = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance)"
+        guard history.moving else {
+            return "UPDATE push_queue SET time_sent = now(), last_status = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance)"
+        }
+        return """
+            WITH done AS (DELETE FROM push_queue WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) RETURNING *)
+            \(unescaped: Self.sentInsert)
+            """
     }
+
+    static let sentInsert = PushHistory.insert(
+        into: "push_history",
+        from: "done",
+        overriding: ["time_sent": "now()", "last_status": "NULL"]
+    )
 
     /// Gives rows up for good, keeping the reason.
     package func markFailed(_ failures: [Failure]) async throws {
         guard !failures.isEmpty else { return }
-        _ = try await run(Self.failedStatement(failures))
+        _ = try await run(failedStatement(failures))
     }
 
-    static func failedStatement(_ failures: [Failure]) -> PostgresQuery {
-        """
-        UPDATE push_queue q SET time_failed = now(), last_status = f.status, last_error = f.reason, claimed_until = NULL
-        FROM unnest(\(failures.map(\.messageID))::int8[], \(failures.map(\.status))::text[], \(failures.map(\.reason))::text[]) AS f(id, status, reason)
-        WHERE q.message_id = f.id
-        """
+    func failedStatement(_ failures: [Failure]) -> PostgresQuery {
+        let (ids, statuses, reasons) = (failures.map(\.messageID), failures.map(\.status), failures.map(\.reason))
+        guard history.moving else {
+            return """
+                UPDATE push_queue q SET time_failed = now(), last_status = f.status, last_error = f.reason, claimed_until = NULL
+                FROM unnest(\(ids)::int8[], \(statuses)::text[], \(reasons)::text[]) AS f(id, status, reason)
+                WHERE q.message_id = f.id
+                """
+        }
+        return """
+            WITH done AS (
+                DELETE FROM push_queue q USING unnest(\(ids)::int8[], \(statuses)::text[], \(reasons)::text[]) AS f(id, status, reason)
+                WHERE q.message_id = f.id RETURNING q.*, f.status AS f_status, f.reason AS f_reason
+            )
+            \(unescaped: Self.failedInsert)
+            """
     }
+
+    /// A failed row as `push_history` keeps it (`done` has the row and `f_status`, `f_reason`).
+    static let failedInsert = PushHistory.insert(
+        into: "push_history",
+        from: "done",
+        overriding: ["time_failed": "now()", "last_status": "f_status", "last_error": "f_reason", "claimed_until": "NULL"]
+    )
 
     /// Puts rows back in the queue (not sent, to be claimed again), e.g. at shutdown.
     package func release(_ ids: [Int64]) async throws {
@@ -358,16 +407,37 @@ package struct PushQueue: Sendable {
                 FROM push_queue q JOIN d ON q.message_id = d.id
                 WHERE q.claimed_by = \(instance) AND q.time_sent IS NULL AND q.time_failed IS NULL
             )
-            UPDATE push_queue q SET
-                claimed_by = CASE WHEN j.give_up THEN q.claimed_by ELSE 'retry-later' END,
-                claimed_until = CASE WHEN j.give_up THEN NULL ELSE now() + make_interval(secs => j.seconds) END,
-                time_failed = CASE WHEN j.give_up THEN now() END,
-                last_status = j.status,
-                last_error = CASE WHEN j.give_up THEN 'gave up after ' || j.attempts || ' attempts: ' || j.reason ELSE j.reason END
-            FROM judged j WHERE q.message_id = j.message_id
-            RETURNING j.give_up
+            \(unescaped: history.moving ? Self.postponeMoving : Self.postponeInPlace)
             """
     }
+
+    /// The end of ``postponeStatement(_:limit:)`` stamping rows in place.
+    static let postponeInPlace = """
+        UPDATE push_queue q SET
+            claimed_by = CASE WHEN j.give_up THEN q.claimed_by ELSE 'retry-later' END,
+            claimed_until = CASE WHEN j.give_up THEN NULL ELSE now() + make_interval(secs => j.seconds) END,
+            time_failed = CASE WHEN j.give_up THEN now() END,
+            last_status = j.status,
+            last_error = CASE WHEN j.give_up THEN 'gave up after ' || j.attempts || ' attempts: ' || j.reason ELSE j.reason END
+        FROM judged j WHERE q.message_id = j.message_id
+        RETURNING j.give_up
+        """
+
+    /// The end of ``postponeStatement(_:limit:)`` moving the rows it gives up on to `push_history`.
+    static let postponeMoving = """
+        , later AS (
+            UPDATE push_queue q SET claimed_by = 'retry-later', claimed_until = now() + make_interval(secs => j.seconds),
+                last_status = j.status, last_error = j.reason
+            FROM judged j WHERE q.message_id = j.message_id AND NOT j.give_up
+            RETURNING false AS give_up
+        ), done AS (
+            DELETE FROM push_queue q USING judged j WHERE q.message_id = j.message_id AND j.give_up
+            RETURNING q.*, j.status AS f_status, 'gave up after ' || j.attempts || ' attempts: ' || j.reason AS f_reason
+        ), moved AS (
+            \(PushQueue.failedInsert) RETURNING true AS give_up
+        )
+        SELECT give_up FROM later UNION ALL SELECT give_up FROM moved
+        """
 
     /// How many rows ``postponeStatement(_:limit:)`` failed instead of deferring.
     static func failedCount(_ rows: DatabaseRows) throws -> Int {

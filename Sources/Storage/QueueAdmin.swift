@@ -5,7 +5,8 @@ package import PostgresNIO
 package import Settings
 import Support
 
-/// Operator commands on `push_queue`: statistics, a test notification, retrying failed rows, and retention.
+/// Operator commands on `push_queue` and `push_history`: statistics, a test notification, retrying failed rows, and
+/// retention.
 package struct QueueAdmin: Sendable {
     /// What `queue stats` prints.
     package struct Stats: Sendable, Equatable {
@@ -43,6 +44,8 @@ package struct QueueAdmin: Sendable {
                 count(*) FILTER (WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until > now()),
                 min(time_queued) FILTER (WHERE time_sent IS NULL AND time_failed IS NULL),
                 count(*) FILTER (WHERE time_sent > now() - interval '1 hour')
+                    + (SELECT count(*) FROM push_history
+                       WHERE coalesce(time_sent, time_failed) > now() - interval '1 hour' AND time_sent IS NOT NULL)
             FROM push_queue
             """,
             logger: logger
@@ -55,7 +58,7 @@ package struct QueueAdmin: Sendable {
         }
         let failed = try await connection.query(
             """
-            SELECT coalesce(last_status, '?'), coalesce(last_error, ''), count(*) FROM push_queue
+            SELECT coalesce(last_status, '?'), coalesce(last_error, ''), count(*) FROM push_deliveries
             WHERE time_failed IS NOT NULL GROUP BY 1, 2 ORDER BY 3 DESC, 1
             """,
             logger: logger
@@ -77,7 +80,8 @@ package struct QueueAdmin: Sendable {
         throw DatabaseError(code: .queryFailed, context: "queueing a test notification", reason: "no row returned")
     }
 
-    /// Puts failed rows (optionally only those with `last_status` = `status`) back in the queue; the count.
+    /// Puts failed rows (optionally only those with `last_status` = `status`) back in the queue, from `push_history`
+    /// or where they were stamped; the count.
     package func retryFailed(status: String?) async throws -> Int {
         let rows = try await connection.query(
             """
@@ -85,8 +89,13 @@ package struct QueueAdmin: Sendable {
                 UPDATE push_queue SET time_failed = NULL, claimed_until = NULL, attempts = 0
                 WHERE time_failed IS NOT NULL AND (\(status)::text IS NULL OR last_status = \(status))
                 RETURNING 1
+            ), done AS (
+                DELETE FROM push_history WHERE time_failed IS NOT NULL AND (\(status)::text IS NULL OR last_status = \(status))
+                RETURNING *
+            ), requeued AS (
+                \(unescaped: Self.requeueInsert) RETURNING 1
             )
-            SELECT count(*), pg_notify('push_queue', '') IS NULL FROM retried
+            SELECT (SELECT count(*) FROM retried) + (SELECT count(*) FROM requeued), pg_notify('push_queue', '') IS NULL
             """,
             logger: logger
         )
@@ -94,10 +103,46 @@ package struct QueueAdmin: Sendable {
         return 0
     }
 
-    /// Deletes sent and failed rows older than `age`, in batches; the count.
+    /// A failed row back in the queue, as new (`done`: the rows deleted from `push_history`).
+    static let requeueInsert = PushHistory.insert(
+        into: "push_queue",
+        from: "done",
+        overriding: ["time_failed": "NULL", "claimed_until": "NULL", "attempts": "0"]
+    )
+
+    /// Once rows move to `push_history` (``PushHistory``), moves those a daemon stamped in place (before it knew, or a
+    /// release from before `push_history`) there, in batches; the count.
+    package func moveStampedRows() async throws -> Int {
+        var total = 0
+        while true {
+            let rows = try await connection.query(
+                """
+                WITH moving AS (\(unescaped: PushHistory.activeQuery) AS yes
+                ), done AS (
+                    DELETE FROM push_queue WHERE ctid = ANY(ARRAY(
+                        SELECT ctid FROM push_queue WHERE (time_sent IS NOT NULL OR time_failed IS NOT NULL) AND (SELECT yes FROM moving)
+                        LIMIT \(Self.pruneBatch) FOR UPDATE SKIP LOCKED))
+                    RETURNING *
+                ), moved AS (
+                    \(unescaped: Self.keepInsert) RETURNING 1
+                )
+                SELECT count(*) FROM moved
+                """,
+                logger: logger
+            )
+            var moved = 0
+            for try await count in rows.decode(Int64.self) { moved = Int(count) }
+            total += moved
+            if moved < Self.pruneBatch { return total }
+        }
+    }
+
+    static let keepInsert = PushHistory.insert(into: "push_history", from: "done")
+
+    /// Deletes sent and failed rows older than `age` from both tables, in batches; the count.
     package func prune(olderThan age: Duration) async throws -> Int {
         let seconds = age.seconds
-        var total = 0
+        var total = try await pruneHistory(olderThan: age)
         while true {
             let rows = try await connection.query(
                 """
@@ -119,6 +164,15 @@ package struct QueueAdmin: Sendable {
         }
     }
 
+    private func pruneHistory(olderThan age: Duration) async throws -> Int {
+        try await deleteInBatches(
+            age,
+            "SELECT message_id FROM push_history WHERE coalesce(time_sent, time_failed) < now() - make_interval(secs => $1) LIMIT $2",
+            table: "push_history",
+            key: "message_id"
+        )
+    }
+
     /// Deletes provider notifications older than `age` whose queue rows are all gone (pruned), and idempotency keys
     /// past their 24 hours; the counts.
     package func pruneNotifications(olderThan age: Duration) async throws -> (notifications: Int, idempotencyKeys: Int) {
@@ -127,7 +181,7 @@ package struct QueueAdmin: Sendable {
             """
             SELECT id FROM notifications n WHERE created_at < now() - make_interval(secs => $1)
             AND (n.expanded_at IS NOT NULL OR n.canceled_at IS NOT NULL)
-            AND NOT EXISTS (SELECT 1 FROM push_queue q WHERE q.notification_id = n.id) LIMIT $2
+            AND NOT EXISTS (SELECT 1 FROM push_deliveries q WHERE q.notification_id = n.id) LIMIT $2
             """,
             table: "notifications",
             key: "id"

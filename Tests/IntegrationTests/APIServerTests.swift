@@ -100,7 +100,7 @@ import Testing
             #expect(response.text == "OK")
             let queued = try await TestDatabase.scalar(
                 api.url,
-                "SELECT string_agg(device_token || ' ' || payload || ' ' || (time_sent IS NULL), ';') FROM push_queue",
+                "SELECT string_agg(device_token || ' ' || payload || ' ' || (time_sent IS NULL), ';') FROM push_deliveries",
                 as: String.self
             )
             #expect(queued == #"\#(Device.token(2)) {"aps":{"alert":"Ann: Hi \"all\"\nhow are you?","sound":"default"}} true"#)
@@ -126,7 +126,7 @@ import Testing
             }
             let response = try await api.post(["cmd": "message", "udid": Device.udid(1), "text": "hi"])
             #expect(response.status == .ok)
-            let payload = try await TestDatabase.scalar(api.url, "SELECT payload FROM push_queue", as: String.self)
+            let payload = try await TestDatabase.scalar(api.url, "SELECT payload FROM push_deliveries", as: String.self)
             #expect(payload == PushPayload.chat(name: #"Zoë "Z""#, text: "hi"))
             let alertName = try await TestDatabase.scalar(
                 api.url,
@@ -320,9 +320,13 @@ import Testing
             let response = try await api.post(["cmd": "message", "udid": Device.udid(1), "text": "Welcome, everyone"])
             #expect(response.status == .ok)
             #expect(try await api.count("push_queue") == Int64(members - 1))
-            let distinct = try await TestDatabase.scalar(api.url, "SELECT count(DISTINCT device_token) FROM push_queue", as: Int64.self)
+            let distinct = try await TestDatabase.scalar(
+                api.url,
+                "SELECT count(DISTINCT device_token) FROM push_deliveries",
+                as: Int64.self
+            )
             #expect(distinct == Int64(members - 1))
-            let payloads = try await TestDatabase.scalar(api.url, "SELECT count(DISTINCT payload) FROM push_queue", as: Int64.self)
+            let payloads = try await TestDatabase.scalar(api.url, "SELECT count(DISTINCT payload) FROM push_deliveries", as: Int64.self)
             #expect(payloads == 1)
             // One INSERT: every row carries the same transaction (xmin) and the same command within it (cmin).
             let statements = try await TestDatabase.scalar(

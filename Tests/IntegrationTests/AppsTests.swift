@@ -242,7 +242,7 @@ import Testing
             #expect(mainAll.json["recipients"] as? Int == 3, "the default app's two devices and its chat user")
             let rows = try await TestDatabase.scalar(
                 api.url,
-                "SELECT string_agg(app || ':' || right(device_token, 2), ',' ORDER BY app, device_token) FROM push_queue",
+                "SELECT string_agg(app || ':' || right(device_token, 2), ',' ORDER BY app, device_token) FROM push_deliveries",
                 as: String.self
             )
             #expect(rows == "beta:01,beta:04,default:01,default:02,default:03")
@@ -427,7 +427,11 @@ import Testing
                     #expect(joined.status == .ok)
                 }
                 #expect(try await api.post(["cmd": "message", "udid": Device.udid(1), "text": "hi"]).status == .ok)
-                let chatRows = try await TestDatabase.scalar(url, "SELECT string_agg(DISTINCT app, ',') FROM push_queue", as: String.self)
+                let chatRows = try await TestDatabase.scalar(
+                    url,
+                    "SELECT string_agg(DISTINCT app, ',') FROM push_deliveries",
+                    as: String.self
+                )
                 #expect(chatRows == "beta", "the chat message goes out as beta's")
                 let main = try await ProviderAPITests.createKey(url, name: "main")
                 let beta = try await ProviderAPITests.createKey(url, name: "beta-backend", app: "beta")

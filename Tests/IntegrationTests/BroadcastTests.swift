@@ -96,10 +96,10 @@ import Testing
                 // Below the threshold: at once, as before.
                 let room = try await store.queue(Self.notification(.room("lobby")), maxRecipients: nil, backgroundAbove: 1_000)
                 #expect(room == .queued(recipients: 300))
-                #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE bulk", as: Int64.self) == 0)
+                #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM push_deliveries WHERE bulk", as: Int64.self) == 0)
                 // Above it: counted, accepted, nothing queued yet.
                 #expect(try await store.queue(all, maxRecipients: nil, backgroundAbove: 1_000) == .accepted(recipients: 2_700))
-                #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE bulk", as: Int64.self) == 0)
+                #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM push_deliveries WHERE bulk", as: Int64.self) == 0)
                 var status = try #require(try await store.status(id: all.id, keyName: "backend"))
                 #expect(status.state == .expanding && status.recipients == 2_700 && status.queued == 0)
                 #expect(try await store.status(id: all.id, keyName: "other") == nil, "another key's is unknown")
@@ -108,7 +108,7 @@ import Testing
                 try await Self.expandAll(database, expanders: 3, batch: 400)
                 let (rows, tokens) = try await TestDatabase.withConnection(url) { connection in
                     let rows = try await connection.query(
-                        "SELECT count(*), count(DISTINCT device_token) FROM push_queue WHERE notification_id = \(all.id) AND bulk",
+                        "SELECT count(*), count(DISTINCT device_token) FROM push_deliveries WHERE notification_id = \(all.id) AND bulk",
                         logger: TestDatabase.logger
                     )
                     for try await pair in rows.decode((Int64, Int64).self) { return pair }
@@ -139,7 +139,7 @@ import Testing
                 #expect(first.contains { $0.deviceToken == Self.token(9_999_999) }, "the chat row before the broadcast's")
                 let notBulk = try await TestDatabase.scalar(
                     url,
-                    "SELECT count(*) FROM push_queue WHERE NOT bulk AND claimed_by = 'test:1'",
+                    "SELECT count(*) FROM push_deliveries WHERE NOT bulk AND claimed_by = 'test:1'",
                     as: Int64.self
                 )
                 #expect(notBulk == 301, "every row but the broadcast's in the first claim")
@@ -173,7 +173,7 @@ import Testing
                 #expect(
                     try await TestDatabase.scalar(
                         url,
-                        "SELECT count(*) FROM push_queue WHERE notification_id = \(users.id)",
+                        "SELECT count(*) FROM push_deliveries WHERE notification_id = \(users.id)",
                         as: Int64.self
                     )
                         == 180
@@ -363,15 +363,17 @@ import Testing
             #expect(try await harness.count("notification_id = '\(all.id)'") == Int64(devices), "each device queued once")
             let tokens = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT count(DISTINCT device_token) FROM push_queue WHERE notification_id = \(all.id)",
+                "SELECT count(DISTINCT device_token) FROM push_deliveries WHERE notification_id = \(all.id)",
                 as: Int64.self
             )
             #expect(tokens == Int64(devices))
             let ids = try await TestDatabase.withConnection(harness.url) { connection in
                 var ids = Set<UInt32>()
-                for try await id in try await connection.query("SELECT message_id FROM push_queue", logger: TestDatabase.logger).decode(
-                    Int64.self
-                ) {
+                for try await id in try await connection.query("SELECT message_id FROM push_deliveries", logger: TestDatabase.logger)
+                    .decode(
+                        Int64.self
+                    )
+                {
                     ids.insert(UInt32(id))
                 }
                 return ids

@@ -110,7 +110,8 @@ import Testing
                     try await Task.sleep(for: .milliseconds(20))
                 }
                 #expect(
-                    try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL", as: Int64.self) == 0
+                    try await TestDatabase.scalar(url, "SELECT count(*) FROM push_deliveries WHERE time_sent IS NOT NULL", as: Int64.self)
+                        == 0
                 )
                 let killed = try await TestDatabase.scalar(
                     url,
@@ -122,7 +123,7 @@ import Testing
                 try await locker.query("ROLLBACK", logger: TestDatabase.logger)
             }
             let untouched: PostgresQuery = """
-                SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NOT NULL
+                SELECT count(*) FROM push_deliveries WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NOT NULL
                 """
             #expect(try await TestDatabase.scalar(url, untouched, as: Int64.self) == 4, "nothing of the batch was recorded")
             #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM invalid_tokens", as: Int64.self) == 0)
@@ -131,7 +132,7 @@ import Testing
                 url,
                 """
                 SELECT string_agg(concat_ws(':', message_id, time_sent IS NOT NULL, time_failed IS NOT NULL, claimed_until IS NULL),
-                                  ',' ORDER BY message_id) FROM push_queue
+                                  ',' ORDER BY message_id) FROM push_deliveries
                 """,
                 as: String.self
             )
@@ -169,7 +170,7 @@ import Testing
             #expect(Set(claimed) == Set(1...3000))
             let notClaimedOnce: Int64 = try await TestDatabase.scalar(
                 url,
-                "SELECT count(*) FROM push_queue WHERE attempts <> 1 OR claimed_until IS NULL"
+                "SELECT count(*) FROM push_deliveries WHERE attempts <> 1 OR claimed_until IS NULL"
             )
             #expect(notClaimedOnce == 0)
         }
@@ -218,7 +219,7 @@ extension ClaimTests {
                 url,
                 """
                 SELECT string_agg(round(extract(epoch FROM claimed_until - now()))::text, ',' ORDER BY message_id % 4)
-                FROM push_queue
+                FROM push_deliveries
                 """,
                 as: String.self
             )

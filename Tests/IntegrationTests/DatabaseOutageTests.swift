@@ -145,7 +145,7 @@ import Testing
                 #expect(accepted.recipients == devices)
                 let copies = try await TestDatabase.scalar(
                     url,
-                    "SELECT count(*) FROM (SELECT device_token FROM push_queue GROUP BY device_token HAVING count(*) > 1) d",
+                    "SELECT count(*) FROM (SELECT device_token FROM push_deliveries GROUP BY device_token HAVING count(*) > 1) d",
                     as: Int64.self
                 )
                 #expect(try await api.count("push_queue") == Int64(devices))

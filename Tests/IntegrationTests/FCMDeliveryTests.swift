@@ -198,7 +198,7 @@ import _CryptoExtras
             let status = { (n: Int) in
                 try await TestDatabase.scalar(
                     harness.url,
-                    "SELECT coalesce(last_status, '') || '|' || coalesce(last_error, '') || '|' || (time_failed IS NOT NULL)::text FROM push_queue WHERE device_token = \(Self.token(n))",
+                    "SELECT coalesce(last_status, '') || '|' || coalesce(last_error, '') || '|' || (time_failed IS NOT NULL)::text FROM push_deliveries WHERE device_token = \(Self.token(n))",
                     as: String.self
                 )
             }

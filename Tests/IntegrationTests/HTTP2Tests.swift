@@ -129,7 +129,7 @@ import Testing
             }
             let reasons = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT string_agg(DISTINCT last_status || ' ' || last_error, ',') FROM push_queue WHERE time_failed IS NOT NULL",
+                "SELECT string_agg(DISTINCT last_status || ' ' || last_error, ',') FROM push_deliveries WHERE time_failed IS NOT NULL",
                 as: String.self
             )
             #expect(reasons == "400 BadDeviceToken")
@@ -154,7 +154,7 @@ import Testing
             }
             let row = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT last_status || ' ' || last_error FROM push_queue WHERE time_failed IS NOT NULL",
+                "SELECT last_status || ' ' || last_error FROM push_deliveries WHERE time_failed IS NOT NULL",
                 as: String.self
             )
             #expect(row == "410 Unregistered")
@@ -305,7 +305,7 @@ import Testing
             }
             let errors = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT string_agg(attempts || ': ' || last_error, ' | ' ORDER BY message_id) FROM push_queue",
+                "SELECT string_agg(attempts || ': ' || last_error, ' | ' ORDER BY message_id) FROM push_deliveries",
                 as: String.self
             )
             #expect(

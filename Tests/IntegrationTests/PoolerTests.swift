@@ -91,7 +91,7 @@ struct PoolerTests {
             }
         }
         #expect(try await TestDatabase.scalar(pooled, "SELECT count(*) FROM messages", as: Int64.self) == 40)
-        #expect(try await TestDatabase.scalar(pooled, "SELECT count(*) FROM push_queue", as: Int64.self) == 40 * 19 + 20)
+        #expect(try await TestDatabase.scalar(pooled, "SELECT count(*) FROM push_deliveries", as: Int64.self) == 40 * 19 + 20)
     }
 
     /// The daemon executable drains every row through the pooler, listening on the direct URL.

@@ -73,7 +73,7 @@ import Testing
             api.url,
             """
             SELECT concat_ws('|',
-                (SELECT coalesce(md5(string_agg(q::text, ',' ORDER BY message_id)), '-') FROM push_queue q),
+                (SELECT coalesce(md5(string_agg(q::text, ',' ORDER BY message_id)), '-') FROM push_deliveries q),
                 (SELECT coalesce(md5(string_agg(n::text, ',' ORDER BY id)), '-') FROM notifications n),
                 (SELECT coalesce(md5(string_agg(d::text, ',' ORDER BY device_token)), '-') FROM devices d),
                 (SELECT coalesce(md5(string_agg(i::text, ',' ORDER BY idempotency_key)), '-') FROM idempotency_keys i))
@@ -187,7 +187,7 @@ import Testing
             #expect(try await send(#"{"all": true}"#).json["recipients"] as? Int == 5, "tokens 1–5, token 3 once")
             let rows = try await TestDatabase.scalar(
                 api.url,
-                "SELECT string_agg(DISTINCT payload, ',') || ' ' || count(*) FROM push_queue WHERE notification_id IS NOT NULL",
+                "SELECT string_agg(DISTINCT payload, ',') || ' ' || count(*) FROM push_deliveries WHERE notification_id IS NOT NULL",
                 as: String.self
             )
             #expect(rows == #"{"aps":{"alert":"hi"}} 11"#)
@@ -212,7 +212,7 @@ import Testing
                 api.url,
                 """
                 SELECT concat_ws(' ', push_type, priority, extract(epoch FROM expiration)::int8, collapse_id, topic)
-                FROM push_queue WHERE device_token = \(Self.token(7))
+                FROM push_deliveries WHERE device_token = \(Self.token(7))
                 """,
                 as: String.self
             )

@@ -152,7 +152,7 @@ import Testing
         #expect(alertStatus.json["sent"] as? Int == 2)
 
         // Over the interface's limit: refused, nothing queued.
-        let rows = try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue", as: Int64.self)
+        let rows = try await TestDatabase.scalar(url, "SELECT count(*) FROM push_deliveries", as: Int64.self)
         let oversized = try await call(
             port: api,
             "POST",
@@ -161,7 +161,7 @@ import Testing
             #"{"to": {"users": ["ops"]}, "aps": {"alert": "\#(String(repeating: "x", count: payloadLimit - 19))"}}"#
         )
         #expect(oversized.status == 413, "\(oversized.raw.prefix(300))")
-        #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue", as: Int64.self) == rows)
+        #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM push_deliveries", as: Int64.self) == rows)
 
         // Unregister: the device gets nothing more.
         #expect(try await call(port: api, "DELETE", "/v1/devices/\(Self.token(2))", key: key).status == 204)

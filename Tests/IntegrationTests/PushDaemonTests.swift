@@ -37,7 +37,7 @@ import Testing
             #expect(accepted.first?.priority == 10)
             let row = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT concat_ws('|', message_id, time_sent IS NOT NULL, attempts, claimed_by) FROM push_queue",
+                "SELECT concat_ws('|', message_id, time_sent IS NOT NULL, attempts, claimed_by) FROM push_deliveries",
                 as: String.self
             )
             #expect(row == "\(accepted.first!.identifier)|t|1|test-daemon-1")
@@ -56,7 +56,7 @@ import Testing
             }
             let failed = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT concat_ws('|', device_token, last_status, last_error) FROM push_queue WHERE time_failed IS NOT NULL",
+                "SELECT concat_ws('|', device_token, last_status, last_error) FROM push_deliveries WHERE time_failed IS NOT NULL",
                 as: String.self
             )
             #expect(failed == "\(PushHarness.token(37))|8|invalid token")
@@ -90,13 +90,13 @@ import Testing
             }
             let failed = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT message_id || '|' || last_status || '|' || last_error FROM push_queue WHERE time_failed IS NOT NULL",
+                "SELECT message_id || '|' || last_status || '|' || last_error FROM push_deliveries WHERE time_failed IS NOT NULL",
                 as: String.self
             )
             #expect(failed == "\(ids[0])|expired|expired before it could be sent")
             let queuedAt = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT extract(epoch FROM time_queued)::float8 FROM push_queue WHERE message_id = \(ids[1])",
+                "SELECT extract(epoch FROM time_queued)::float8 FROM push_deliveries WHERE message_id = \(ids[1])",
                 as: Double.self
             )
             let sent = try #require(harness.simulator.state.accepted.first)
@@ -159,7 +159,7 @@ import Testing
             }
             let reasons = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT string_agg(last_status || ': ' || last_error, '; ' ORDER BY message_id) FROM push_queue WHERE time_failed IS NOT NULL",
+                "SELECT string_agg(last_status || ': ' || last_error, '; ' ORDER BY message_id) FROM push_deliveries WHERE time_failed IS NOT NULL",
                 as: String.self
             )
             #expect(
@@ -213,7 +213,7 @@ import Testing
             #expect(harness.simulator.state.counters.rejectedByStatus == ["1": 3], "the first try and two retries")
             let reason = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT last_status FROM push_queue WHERE time_failed IS NOT NULL",
+                "SELECT last_status FROM push_deliveries WHERE time_failed IS NOT NULL",
                 as: String.self
             )
             #expect(reason == "1")
@@ -233,7 +233,11 @@ import Testing
             let counts = harness.acceptedCounts
             #expect(Set(counts.keys) == Set(ids.map { UInt32($0) }))
             #expect(counts.values.allSatisfy { $0 == 1 }, "no row sent twice")
-            let senders = try await TestDatabase.scalar(harness.url, "SELECT count(DISTINCT claimed_by) FROM push_queue", as: Int64.self)
+            let senders = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT count(DISTINCT claimed_by) FROM push_deliveries",
+                as: Int64.self
+            )
             #expect(senders == 2, "both daemons took part")
             #expect(Set(harness.simulator.state.accepted.map(\.connection)).count == 3, "three connections shared the work")
         }

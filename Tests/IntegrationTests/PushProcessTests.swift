@@ -29,7 +29,7 @@ import Testing
             var held = Set<UInt32>()
             let rows = try await connection.query(
                 """
-                SELECT message_id FROM push_queue
+                SELECT message_id FROM push_deliveries
                 WHERE claimed_by LIKE '%:' || \(String(daemon.processIdentifier)) AND time_sent IS NULL AND time_failed IS NULL
                 """,
                 logger: TestDatabase.logger
@@ -85,7 +85,7 @@ import Testing
             }
             let claimers = try await TestDatabase.scalar(
                 harness.url,
-                "SELECT count(DISTINCT claimed_by) FROM push_queue WHERE claimed_by IS NOT NULL",
+                "SELECT count(DISTINCT claimed_by) FROM push_deliveries WHERE claimed_by IS NOT NULL",
                 as: Int64.self
             )
             #expect(claimers >= 2, "more than one daemon claimed rows")
@@ -156,7 +156,7 @@ import Testing
                 harness.url,
                 """
                 SELECT string_agg(concat_ws(':', right(device_token, 2), time_sent IS NOT NULL, last_status, claimed_until IS NULL),
-                                  ',' ORDER BY message_id) FROM push_queue
+                                  ',' ORDER BY message_id) FROM push_deliveries
                 """,
                 as: String.self
             )

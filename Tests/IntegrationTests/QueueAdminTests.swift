@@ -79,7 +79,7 @@ import Testing
             #expect(deleted == QueueAdmin.pruneBatch + 5 + 2)
             let left = try await TestDatabase.scalar(
                 url,
-                "SELECT string_agg(left(device_token, 1), '' ORDER BY message_id) FROM push_queue",
+                "SELECT string_agg(left(device_token, 1), '' ORDER BY message_id) FROM push_deliveries",
                 as: String.self
             )
             #expect(left == "bdef")
@@ -94,7 +94,7 @@ import Testing
             let pushed = try api.run(["push", token, "Hello from the command line", "development"], environment: environment)
             #expect(pushed.status == 0, "\(pushed.standardError)")
             #expect(pushed.standardOutput.hasPrefix("queued message "))
-            let payload = try await TestDatabase.scalar(url, "SELECT device_token || ' ' || payload FROM push_queue", as: String.self)
+            let payload = try await TestDatabase.scalar(url, "SELECT device_token || ' ' || payload FROM push_deliveries", as: String.self)
             #expect(payload == token.lowercased() + #" {"aps":{"alert":"Hello from the command line","sound":"default"}}"#)
             let stats = try api.run(["queue", "stats", "development"], environment: environment)
             #expect(stats.standardOutput.hasPrefix("pending:         1 (0 in flight)"))
@@ -104,7 +104,10 @@ import Testing
             let badAge = try api.run(["queue", "prune", "--older-than", "soon", "development"], environment: environment)
             #expect(badAge.status != 0)
             #expect(badAge.standardError.contains("--older-than"))
-            #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue", as: Int64.self) == 1, "bad input writes nothing")
+            #expect(
+                try await TestDatabase.scalar(url, "SELECT count(*) FROM push_deliveries", as: Int64.self) == 1,
+                "bad input writes nothing"
+            )
         }
     }
 }

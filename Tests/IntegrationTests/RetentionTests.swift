@@ -101,7 +101,7 @@ import Testing
                 """
                 SELECT (SELECT string_agg(right(id::text, 1), ',' ORDER BY id) FROM notifications) || '|'
                     || (SELECT string_agg(idempotency_key, ',') FROM idempotency_keys) || '|'
-                    || (SELECT count(*) FROM push_queue)
+                    || (SELECT count(*) FROM push_deliveries)
                 """,
                 as: String.self
             )

@@ -247,7 +247,7 @@ import Testing
             #expect(arrived["payload"] as? String == #"{"aps":{"alert":"Ann: Hello Bob!","sound":"default"}}"#)
             // The row is stamped sent.
             try await Self.eventually {
-                try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL", as: Int64.self) == 1
+                try await TestDatabase.scalar(url, "SELECT count(*) FROM push_deliveries WHERE time_sent IS NOT NULL", as: Int64.self) == 1
             }
 
             // The operator's view: the daemon is ready and counted the notification; the API counted the requests.
@@ -294,7 +294,7 @@ import Testing
             try await Self.eventually {
                 try await TestDatabase.scalar(
                     url,
-                    "SELECT count(*) FROM push_queue WHERE time_sent IS NOT NULL OR time_failed IS NOT NULL",
+                    "SELECT count(*) FROM push_deliveries WHERE time_sent IS NOT NULL OR time_failed IS NOT NULL",
                     as: Int64.self
                 ) == 2
             }
@@ -306,7 +306,7 @@ import Testing
             #expect(arrived["payload"] as? String == #"{"aps":{"alert":"Ann: Hi all","sound":"default"}}"#)
             let failure = try await TestDatabase.scalar(
                 url,
-                "SELECT device_token || ' ' || last_status || ' ' || last_error FROM push_queue WHERE time_failed IS NOT NULL",
+                "SELECT device_token || ' ' || last_status || ' ' || last_error FROM push_deliveries WHERE time_failed IS NOT NULL",
                 as: String.self
             )
             #expect(failure == "\(bobToken) 410 Unregistered")

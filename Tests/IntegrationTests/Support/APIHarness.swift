@@ -92,7 +92,7 @@ struct APIHarness: Sendable {
             """
             SELECT concat_ws('|',
                 (SELECT coalesce(md5(string_agg(u::text, ',' ORDER BY udid)), '-') FROM active_users u),
-                (SELECT coalesce(md5(string_agg(q::text, ',' ORDER BY message_id)), '-') FROM push_queue q),
+                (SELECT coalesce(md5(string_agg(q::text, ',' ORDER BY message_id)), '-') FROM push_deliveries q),
                 (SELECT coalesce(md5(string_agg(m::text, ',' ORDER BY id)), '-') FROM messages m))
             """,
             as: String.self

@@ -205,7 +205,11 @@ struct PushHarness: Sendable {
     static func token(_ n: Int) -> String { String(format: "%064x", n) }
 
     func count(_ condition: String) async throws -> Int64 {
-        try await TestDatabase.scalar(url, PostgresQuery(unsafeSQL: "SELECT count(*) FROM push_queue WHERE \(condition)"), as: Int64.self)
+        try await TestDatabase.scalar(
+            url,
+            PostgresQuery(unsafeSQL: "SELECT count(*) FROM push_deliveries WHERE \(condition)"),
+            as: Int64.self
+        )
     }
 
     /// How many rows are sent and how many failed.
