@@ -113,38 +113,31 @@ package struct QueueAdmin: Sendable {
     /// Once rows move to `push_history` (``PushHistory``), moves those a daemon stamped in place (before it knew, or a
     /// release from before `push_history`) there, in batches; the count.
     package func moveStampedRows() async throws -> Int {
-        var total = 0
-        while true {
-            let rows = try await connection.query(
-                """
-                WITH moving AS (\(unescaped: PushHistory.activeQuery) AS yes
-                ), done AS (
-                    DELETE FROM push_queue WHERE ctid = ANY(ARRAY(
-                        SELECT ctid FROM push_queue WHERE (time_sent IS NOT NULL OR time_failed IS NOT NULL) AND (SELECT yes FROM moving)
-                        LIMIT \(Self.pruneBatch) FOR UPDATE SKIP LOCKED))
-                    RETURNING *
-                ), moved AS (
-                    \(unescaped: Self.keepInsert) RETURNING 1
-                )
-                SELECT count(*) FROM moved
-                """,
-                logger: logger
+        try await repeatUntilShort(
+            """
+            WITH moving AS (\(unescaped: PushHistory.activeQuery) AS yes
+            ), done AS (
+                DELETE FROM push_queue WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM push_queue WHERE (time_sent IS NOT NULL OR time_failed IS NOT NULL) AND (SELECT yes FROM moving)
+                    LIMIT \(Self.pruneBatch) FOR UPDATE SKIP LOCKED))
+                RETURNING *
+            ), moved AS (
+                \(unescaped: Self.keepInsert) RETURNING 1
             )
-            var moved = 0
-            for try await count in rows.decode(Int64.self) { moved = Int(count) }
-            total += moved
-            if moved < Self.pruneBatch { return total }
-        }
+            SELECT count(*) FROM moved
+            """
+        )
     }
 
+    /// A row as it was, into `push_history` (`done`: the rows deleted from `push_queue`).
     static let keepInsert = PushHistory.insert(into: "push_history", from: "done")
 
     /// Deletes sent and failed rows older than `age` from both tables, in batches; the count.
     package func prune(olderThan age: Duration) async throws -> Int {
         let seconds = age.seconds
-        var total = try await pruneHistory(olderThan: age)
-        while true {
-            let rows = try await connection.query(
+        let history = try await pruneHistory(olderThan: age)
+        return try await history
+            + repeatUntilShort(
                 """
                 WITH doomed AS (
                     SELECT message_id FROM push_queue
@@ -154,13 +147,20 @@ package struct QueueAdmin: Sendable {
                     DELETE FROM push_queue q USING doomed d WHERE q.message_id = d.message_id RETURNING 1
                 )
                 SELECT count(*) FROM deleted
-                """,
-                logger: logger
+                """
             )
-            var deleted = 0
-            for try await count in rows.decode(Int64.self) { deleted = Int(count) }
-            total += deleted
-            if deleted < Self.pruneBatch { return total }
+    }
+
+    /// Runs `statement` (one batch of at most ``pruneBatch`` rows, answering how many it changed) until a batch is
+    /// short; the total.
+    private func repeatUntilShort(_ statement: PostgresQuery) async throws -> Int {
+        var total = 0
+        while true {
+            let rows = try await connection.query(statement, logger: logger)
+            var changed = 0
+            for try await count in rows.decode(Int64.self) { changed = Int(count) }
+            total += changed
+            if changed < Self.pruneBatch { return total }
         }
     }
 
@@ -238,19 +238,12 @@ package struct QueueAdmin: Sendable {
     /// and the batch size ($2). The statements are this file's own, never built from input.
     private func deleteInBatches(_ age: Duration, _ select: String, table: String, key: String) async throws -> Int {
         guard age > .zero else { return 0 }
-        var total = 0
-        while true {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(age.seconds)
-            bindings.append(Int64(Self.pruneBatch))
-            let sql =
-                "WITH doomed AS (\(select)), deleted AS (DELETE FROM \(table) t USING doomed d WHERE \(qualified("t", key)) = \(qualified("d", key)) RETURNING 1) "
-                + "SELECT count(*) FROM deleted"
-            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
-            var deleted = 0
-            for try await count in rows.decode(Int64.self) { deleted = Int(count) }
-            total += deleted
-            if deleted < Self.pruneBatch { return total }
-        }
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(age.seconds)
+        bindings.append(Int64(Self.pruneBatch))
+        let sql =
+            "WITH doomed AS (\(select)), deleted AS (DELETE FROM \(table) t USING doomed d WHERE \(qualified("t", key)) = \(qualified("d", key)) RETURNING 1) "
+            + "SELECT count(*) FROM deleted"
+        return try await repeatUntilShort(PostgresQuery(unsafeSQL: sql, binds: bindings))
     }
 }
