@@ -101,6 +101,7 @@ actor TemplateDatabase {
     func name(server: DatabaseURL) async throws -> String {
         if let created { return try await created.value }
         let task = Task<String, any Error> {
+            try await Self.dropStale(server: server)
             let name = "pushchat_template_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
             try await TestDatabase.admin(server, "CREATE DATABASE \(name)")
             try await TestDatabase.withConnection(server.with(database: name)) { connection in
@@ -111,6 +112,25 @@ actor TemplateDatabase {
         }
         created = task
         return try await task.value
+    }
+
+    /// Drops the templates of test processes that are gone (nothing drops a template when its process ends, so a
+    /// developer's cluster gained one per `swift test`); a live process's template, in use or not, is left alone.
+    private static func dropStale(server: DatabaseURL) async throws {
+        let names = try await TestDatabase.withConnection(server) { connection in
+            var names: [String] = []
+            let rows = try await connection.query(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'pushchat\\_template\\_%'",
+                logger: TestDatabase.logger
+            )
+            for try await name in rows.decode(String.self) { names.append(name) }
+            return names
+        }
+        for name in names {
+            let parts = name.split(separator: "_")
+            guard parts.count == 4, let pid = pid_t(parts[2]), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            try await TestDatabase.admin(server, "DROP DATABASE IF EXISTS \(name)")
+        }
     }
 }
 
