@@ -4,6 +4,9 @@
 GRANT CONNECT ON DATABASE pushchat TO pushchat;
 GRANT USAGE ON SCHEMA public TO pushchat;
 GRANT SELECT, INSERT, UPDATE, DELETE ON active_users, messages, push_queue, invalid_tokens TO pushchat;
+-- Sent and failed notifications (moved there by the daemons), and the view of both for the status and psql.
+GRANT SELECT, INSERT, UPDATE, DELETE ON push_history TO pushchat;
+GRANT SELECT ON push_deliveries TO pushchat;
 GRANT SELECT, INSERT, UPDATE, DELETE ON devices, notifications, idempotency_keys TO pushchat;
 -- Keys are read by the API and written only by `keys create|revoke --role pushchat_owner`: a compromised service
 -- cannot mint itself a key. (REVOKE: earlier versions of this file, and the default privileges below, granted more.)

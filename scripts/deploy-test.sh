@@ -276,7 +276,7 @@ owner=$(db "SELECT tableowner FROM pg_tables WHERE tablename = 'push_queue'")
 [ "$owner" = pushchat_owner ] || die "push_queue belongs to $owner, not pushchat_owner"
 service_url=$(grep '^PUSHCHAT_DATABASE_URL=' "$etc/pushchat.env" | cut -d= -f2-)
 psql "$service_url" -qtAc 'SELECT count(*) FROM push_queue' >/dev/null || die "the services' role cannot read the queue"
-psql "$service_url" -qtAc 'SELECT count(*) FROM push_deliveries' >/dev/null || die "the services' role cannot read push_deliveries"
+psql "$service_url" -qtAc 'SELECT count(*) FROM push_deliveries, push_history' >/dev/null || die "the services' role cannot read push_deliveries and push_history"
 if psql "$service_url" -v ON_ERROR_STOP=1 -qc 'CREATE TABLE intruder ()' >/dev/null 2>&1 \
     || psql "$service_url" -v ON_ERROR_STOP=1 -qc 'ALTER TABLE push_queue ADD COLUMN intruder int' >/dev/null 2>&1; then
     die "the services' role may change the schema"
