@@ -30,11 +30,10 @@ package enum DeviceToken {
 
     /// Lower-case hex of `bytes`.
     package static func hex<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
-        let digits = Array("0123456789abcdef".utf8)
         var utf8: [UInt8] = []
         for byte in bytes {
-            utf8.append(digits[Int(byte >> 4)])
-            utf8.append(digits[Int(byte & 0x0F)])
+            utf8.append(Hex.lowercaseDigit(byte >> 4))
+            utf8.append(Hex.lowercaseDigit(byte & 0x0F))
         }
         return String(decoding: utf8, as: UTF8.self)
     }

@@ -35,7 +35,7 @@ package struct HTTP2Notification: Sendable, Equatable {
         guard PushPriority(rawValue: priority) != nil else { throw UnsendableReason(description: "priority \(priority) is not 10, 5 or 1") }
         let expiration = notification.expiry(defaultExpiry: defaultExpiry, now: now)
         apnsID = Self.apnsID(messageID: notification.messageID)
-        path = "/3/device/" + token.lowercased()
+        path = Self.path(token: token)
         let rowTopic = notification.topic ?? pushType.topic(bundleID: topic)
         guard !rowTopic.isEmpty, rowTopic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw UnsendableReason(description: "topic is not printable ASCII without spaces")
@@ -45,7 +45,7 @@ package struct HTTP2Notification: Sendable, Equatable {
             ("apns-push-type", pushType.rawValue),
             ("apns-priority", "\(priority)"),
             ("apns-expiration", "\(expiration)"),
-            ("apns-id", apnsID.uuidString.lowercased()),
+            ("apns-id", Self.apnsIDText(messageID: notification.messageID)),
         ]
         if let collapseID = notification.collapseID {
             guard collapseID.utf8.count <= 64 else { throw UnsendableReason(description: "collapse id longer than 64 bytes") }
@@ -58,14 +58,56 @@ package struct HTTP2Notification: Sendable, Equatable {
     /// (custom) UUID: "PushChat" in the first 6 bytes, the message id in the last 8.
     package static func apnsID(messageID: Int64) -> UUID {
         let id = UInt64(bitPattern: messageID)
-        var bytes: [UInt8] = Array("PushCh".utf8) + [0x80, 0x00]
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: id >> UInt64(shift))) }
-        bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant 10 (message ids stay far below 2^62)
+        func byte(_ shift: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: id >> shift) }
+        // "PushCh", version 8, then the id; variant 10 in its top bits (message ids stay far below 2^62).
         return UUID(
             uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                0x50, 0x75, 0x73, 0x68, 0x43, 0x68, 0x80, 0x00,
+                (byte(56) & 0x3F) | 0x80, byte(48), byte(40), byte(32), byte(24), byte(16), byte(8), byte(0)
             )
         )
+    }
+
+    /// ``apnsID(messageID:)`` as the header's lowercase text, written in one allocation (Foundation's `uuidString`
+    /// and `lowercased()` made two strings per request).
+    package static func apnsIDText(messageID: Int64) -> String {
+        let id = UInt64(bitPattern: messageID)
+        let variant = (id >> 48 & 0x3FFF) | 0x8000
+        return String(unsafeUninitializedCapacity: 36) { text in
+            var at = 0
+            for byte in "50757368-4368-8000-".utf8 {
+                text[at] = byte
+                at += 1
+            }
+            func hex(_ value: UInt64, digits: Int) {
+                for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+                    text[at] = Hex.lowercaseDigit(UInt8(truncatingIfNeeded: value >> UInt64(shift)) & 0xF)
+                    at += 1
+                }
+            }
+            hex(variant, digits: 4)
+            text[at] = UInt8(ascii: "-")
+            at += 1
+            hex(id & 0xFFFF_FFFF_FFFF, digits: 12)
+            return at
+        }
+    }
+
+    /// `/3/device/` and the token in lowercase, in one allocation.
+    static func path(token: String) -> String {
+        let prefix = "/3/device/".utf8
+        let count = prefix.count + token.utf8.count
+        return String(unsafeUninitializedCapacity: count) { path in
+            var at = 0
+            for byte in prefix {
+                path[at] = byte
+                at += 1
+            }
+            for byte in token.utf8 {
+                path[at] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+                at += 1
+            }
+            return at
+        }
     }
 }

@@ -40,11 +40,11 @@ package struct HTTP2Request: Sendable {
     /// Headers whose value is new on every request: kept out of HPACK's dynamic table. Indexed, each would evict
     /// what repeats (the 4 KB table holds about twenty paths), so the provider token, topic and push type would be
     /// encoded in full again and again instead of as one index byte — on both ends of the connection.
-    static let unique: Set<String> = [":path", "apns-id", "apns-expiration"]
+    static func isUnique(_ name: String) -> Bool { name == "apns-id" || name == "apns-expiration" }
 
     /// The header block of `notification`'s request: `:method`, `:scheme`, `:path`, `:authority`, the apns headers,
-    /// and `authorization` when a provider token is given.
-    package static func headerBlock(_ notification: HTTP2Notification, authority: String, bearer: String?) -> HPACKHeaders {
+    /// and `authorization` (its value, `bearer <token>`) when a provider token is given.
+    package static func headerBlock(_ notification: HTTP2Notification, authority: String, authorization: String?) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(notification.headers.count + 5)
         headers.add(name: ":method", value: "POST")
@@ -52,9 +52,9 @@ package struct HTTP2Request: Sendable {
         headers.add(name: ":path", value: notification.path, indexing: .nonIndexable)
         headers.add(name: ":authority", value: authority)
         for (name, value) in notification.headers {
-            headers.add(name: name, value: value, indexing: unique.contains(name) ? .nonIndexable : .indexable)
+            headers.add(name: name, value: value, indexing: isUnique(name) ? .nonIndexable : .indexable)
         }
-        if let bearer { headers.add(name: "authorization", value: "bearer " + bearer) }
+        if let authorization { headers.add(name: "authorization", value: authorization) }
         return headers
     }
 }

@@ -9,6 +9,8 @@ package final class ProviderTokenCache: Sendable {
 
     private struct State {
         var token: String?
+        /// `bearer <token>`, the header value, made once per token (not per request).
+        var authorization = ""
         var issuedAt = Date.distantPast
         /// Tokens made so far (for tests and logs).
         var generation = 0
@@ -25,11 +27,11 @@ package final class ProviderTokenCache: Sendable {
         self.refreshAfter = min(max(refreshAfter, Self.allowedRefresh.lowerBound), Self.allowedRefresh.upperBound)
     }
 
-    /// The current token, made anew when it is `refreshAfter` old.
-    package func current(now: Date = Date()) throws -> (token: String, generation: Int) {
+    /// The current token (and its `authorization` header value), made anew when it is `refreshAfter` old.
+    package func current(now: Date = Date()) throws -> (token: String, generation: Int, authorization: String) {
         try state.withLockedValue { state in
             if let token = state.token, now.timeIntervalSince(state.issuedAt) < refreshAfter {
-                return (token, state.generation)
+                return (token, state.generation, state.authorization)
             }
             return try Self.renew(&state, signer: signer, now: now)
         }
@@ -56,11 +58,16 @@ package final class ProviderTokenCache: Sendable {
 
     package var generation: Int { state.withLockedValue { $0.generation } }
 
-    private static func renew(_ state: inout State, signer: ProviderTokenSigner, now: Date) throws -> (token: String, generation: Int) {
+    private static func renew(
+        _ state: inout State,
+        signer: ProviderTokenSigner,
+        now: Date
+    ) throws -> (token: String, generation: Int, authorization: String) {
         let token = try signer.token(issuedAt: now)
         state.token = token
+        state.authorization = "bearer " + token
         state.issuedAt = now
         state.generation += 1
-        return (token, state.generation)
+        return (token, state.generation, state.authorization)
     }
 }

@@ -10,4 +10,10 @@ package enum Hex {
         default: nil
         }
     }
+
+    /// The lowercase hex digit of `value` (0...15).
+    @inlinable
+    package static func lowercaseDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+    }
 }

@@ -18,7 +18,7 @@ import Testing
         let http2 = try HTTP2Notification(notification, topic: "com.example.PushChat", defaultPriority: 10, defaultExpiry: 0, now: Date())
         return HTTP2Request(
             notification: notification,
-            headers: HTTP2Request.headerBlock(http2, authority: authority, bearer: nil),
+            headers: HTTP2Request.headerBlock(http2, authority: authority, authorization: nil),
             body: ByteBuffer(string: notification.payload),
             tokenGeneration: 0
         )
@@ -61,7 +61,10 @@ import Testing
                 now: Date()
             )
             var buffer = ByteBuffer()
-            try encoder.encode(headers: HTTP2Request.headerBlock(http2, authority: "api.push.apple.com", bearer: bearer), to: &buffer)
+            try encoder.encode(
+                headers: HTTP2Request.headerBlock(http2, authority: "api.push.apple.com", authorization: "bearer " + bearer),
+                to: &buffer
+            )
             sizes.append(buffer.readableBytes)
         }
         #expect(sizes[0] > bearer.count / 2, "the first block carries the token")

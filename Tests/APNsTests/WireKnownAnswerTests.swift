@@ -102,7 +102,7 @@ import Testing
             pushType: "background"
         )
         let request = try HTTP2Notification(notification, topic: "com.example.PushChat", defaultPriority: 10, defaultExpiry: 0, now: Date())
-        let block = HTTP2Request.headerBlock(request, authority: "api.push.apple.com", bearer: "eyJ.a.b")
+        let block = HTTP2Request.headerBlock(request, authority: "api.push.apple.com", authorization: "bearer eyJ.a.b")
         let pairs = block.map { "\($0.name): \($0.value)" }
         #expect(
             pairs == [

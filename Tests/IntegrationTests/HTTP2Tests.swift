@@ -66,6 +66,10 @@ import Testing
         #expect(HTTP2Notification.apnsID(messageID: 42).uuidString == "50757368-4368-8000-8000-00000000002A")
         #expect(HTTP2Notification.apnsID(messageID: 0x0123_4567_89AB).uuidString == "50757368-4368-8000-8000-0123456789AB")
         #expect(HTTP2Notification.apnsID(messageID: 43) != HTTP2Notification.apnsID(messageID: 42))
+        for id: Int64 in [0, 42, 0xFFFF, 0x0123_4567_89AB, 0x3FFF_FFFF_FFFF_FFFF, Int64.max] {
+            #expect(HTTP2Notification.apnsIDText(messageID: id) == HTTP2Notification.apnsID(messageID: id).uuidString.lowercased())
+        }
+        #expect(HTTP2Notification.path(token: "AbCd09") == "/3/device/abcd09")
     }
 }
 

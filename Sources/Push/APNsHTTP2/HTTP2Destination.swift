@@ -23,7 +23,7 @@ struct HTTP2Destination: Destination {
     }
 
     func encode(_ row: QueuedNotification, now: Date) -> Encoding<HTTP2Request> {
-        var token: (token: String, generation: Int)?
+        var token: (token: String, generation: Int, authorization: String)?
         if let tokens {
             do {
                 token = try tokens.current(now: now)
@@ -46,7 +46,7 @@ struct HTTP2Destination: Destination {
         return .request(
             HTTP2Request(
                 notification: row,
-                headers: HTTP2Request.headerBlock(notification, authority: connector.authority, bearer: token?.token),
+                headers: HTTP2Request.headerBlock(notification, authority: connector.authority, authorization: token?.authorization),
                 body: ByteBuffer(string: row.payload),
                 tokenGeneration: token?.generation ?? 0
             )
