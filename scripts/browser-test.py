@@ -224,9 +224,10 @@ def main():
         stored = psql(url, "SELECT text FROM messages")
         if stored != text:
             fail(f"messages holds {stored!r}")
-        queued = psql(url, f"SELECT count(*) FROM push_queue WHERE device_token = '{bob['token']}'")
+        # Through the view: once sent, the row may already have moved from push_queue to push_history.
+        queued = psql(url, f"SELECT count(*) FROM push_deliveries WHERE device_token = '{bob['token']}'")
         if queued != "1":
-            fail(f"push_queue holds {queued} rows for Bob")
+            fail(f"push_deliveries holds {queued} rows for Bob")
 
         browser.use(screen)
         selector = f'section.phone[data-token="{bob["token"]}"]'
