@@ -77,11 +77,6 @@ package struct HTTP2StreamStateMachine {
         return .write(written, unanswered: left, reason: "the connection's stream ids are used up", retired: retired)
     }
 
-    /// A stream's write failed (it never reached the server): its request, if it was still waiting.
-    package mutating func writeFailed(_ streamID: HTTP2StreamID) -> HTTP2Request? {
-        streams.removeValue(forKey: streamID)?.request
-    }
-
     // MARK: Reading
 
     /// Any frame arrived: the connection is alive.

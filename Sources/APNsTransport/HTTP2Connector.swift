@@ -2,8 +2,6 @@ import APNs
 import Foundation
 import Logging
 package import NIOCore
-import NIOHPACK
-import NIOHTTP2
 import NIOPosix
 package import NIOSSL
 package import Settings
@@ -35,24 +33,8 @@ package struct HTTP2Connector: Sendable {
             .channelInitializer { [tls] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let serverName = host.first?.isNumber == true || host.contains(":") ? nil : host
-                    let batcher = FlushBatcher()
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverName))
-                    try channel.pipeline.syncOperations.addHandler(batcher)
-                    try channel.pipeline.syncOperations.addHandler(
-                        NIOHTTP2Handler(
-                            mode: .client,
-                            initialSettings: [HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20)],
-                            // The header blocks are ours (built per row from checked values) and the answers are
-                            // read field by field: checking every name and value again was 5% of the daemon's CPU
-                            // per notification in a profile (perf, one connection).
-                            headerBlockValidation: .disabled,
-                            contentLengthValidation: .disabled
-                        )
-                    )
-                    try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler())
-                    try channel.pipeline.syncOperations.addHandler(
-                        HTTP2ClientHandler(events: continuation, batcher: batcher, requestTimeout: timeout)
-                    )
+                    try channel.pipeline.syncOperations.addHandler(HTTP2ClientHandler(events: continuation, requestTimeout: timeout))
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)

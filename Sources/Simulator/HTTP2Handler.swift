@@ -195,7 +195,8 @@ final class HTTP2Handler: ChannelInboundHandler {
             ),
             promise: nil
         )
-        // Error answers carry a body: flushed one by one, their DATA frames leave in stream order (see FlushBatcher).
+        // Error answers carry a body: flushed one by one, their DATA frames leave in stream order (NIOHTTP2 makes the
+        // DATA frames of one flush writable in the order of a hash set).
         context.flush()
     }
 

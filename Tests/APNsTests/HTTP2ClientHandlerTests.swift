@@ -24,15 +24,16 @@ import Testing
         )
     }
 
-    /// A handler on a channel, and the events it reports.
-    static func connection() throws -> (EmbeddedChannel, HTTP2ClientHandler, AsyncStream<HTTP2Event>.AsyncIterator) {
+    /// The client handler on one channel and NIOHTTP2's server handler on another, joined byte for byte in memory: an
+    /// independent HTTP/2 implementation checks every frame the client writes.
+    static func connection(
+        serverSettings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)]
+    ) throws -> (HTTP2Pair, HTTP2ClientHandler, AsyncStream<HTTP2Event>.AsyncIterator) {
         let (events, continuation) = AsyncStream.makeStream(of: HTTP2Event.self)
-        let handler = HTTP2ClientHandler(events: continuation, batcher: FlushBatcher(), requestTimeout: .seconds(10))
-        let channel = EmbeddedChannel(handler: handler)
-        return (channel, handler, events.makeAsyncIterator())
+        let handler = HTTP2ClientHandler(events: continuation, requestTimeout: .seconds(10))
+        let pair = try HTTP2Pair(client: handler, serverSettings: serverSettings)
+        return (pair, handler, events.makeAsyncIterator())
     }
-
-    static func read(_ channel: EmbeddedChannel) throws -> HTTP2Frame? { try channel.readOutbound(as: HTTP2Frame.self) }
 
     @Test func theHeaderBlockStartsWithThePseudoHeadersAndKeepsPerRequestValuesOutOfTheTable() throws {
         let headers = try Self.request(1).headers
@@ -46,9 +47,11 @@ import Testing
 
     /// What repeats on every request (the provider token above all) stays in HPACK's dynamic table over a long run
     /// of requests to different devices: after the first, each block carries it as an index, not 200 bytes again.
+    /// NIOHPACK's decoder reads every block back as it was.
     @Test func theProviderTokenStaysIndexedAcrossManyDevices() throws {
         let bearer = String(repeating: "eyJhbGciOiJFUzI1NiJ9.", count: 10)
-        var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+        var encoder = HTTP2HeaderEncoder()
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
         var sizes: [Int] = []
         for id in 0..<200 {
             let token = String(format: "%064x", id)
@@ -60,12 +63,12 @@ import Testing
                 defaultExpiry: 0,
                 now: Date()
             )
+            let headers = HTTP2Request.headerBlock(http2, authority: "api.push.apple.com", authorization: "bearer " + bearer)
             var buffer = ByteBuffer()
-            try encoder.encode(
-                headers: HTTP2Request.headerBlock(http2, authority: "api.push.apple.com", authorization: "bearer " + bearer),
-                to: &buffer
-            )
+            encoder.encode(headers, to: &buffer)
             sizes.append(buffer.readableBytes)
+            let decoded = try decoder.decodeHeaders(from: &buffer)
+            #expect(decoded.map { "\($0.name): \($0.value)" } == headers.map { "\($0.name): \($0.value)" })
         }
         #expect(sizes[0] > bearer.count / 2, "the first block carries the token")
         #expect(
@@ -75,69 +78,72 @@ import Testing
     }
 
     @Test func aRequestIsOneStreamAndItsAnswerIsReportedPerRead() async throws {
-        var (channel, handler, events) = try Self.connection()
+        var (pair, handler, events) = try Self.connection()
+        try pair.pump()
+        guard case .maxStreams(1000) = await events.next() else { throw CancellationError() }
         #expect(handler.send([try Self.request(1), try Self.request(2)]))
-        for streamID in [1, 3] {
-            let headers = try #require(try Self.read(channel))
-            #expect(headers.streamID == HTTP2StreamID(streamID))
-            guard case .headers(let fields) = headers.payload else { throw CancellationError() }
-            #expect(fields.headers.first(name: ":method") == "POST")
-            #expect(fields.headers.first(name: ":path") == "/3/device/\(Self.token)")
-            #expect(fields.headers.first(name: ":authority") == "api.push.apple.com")
-            #expect(fields.headers.first(name: "apns-topic") == "com.example.PushChat")
-            let data = try #require(try Self.read(channel))
-            guard case .data(let body) = data.payload else { throw CancellationError() }
-            #expect(body.endStream)
+        try pair.pump()
+        let frames = pair.received.filter { $0.streamID != .rootStream }
+        #expect(frames.map(\.streamID) == [1, 1, 3, 3], "each request's HEADERS then DATA, in stream order")
+        for frame in frames {
+            switch frame.payload {
+            case .headers(let fields):
+                #expect(fields.headers.first(name: ":method") == "POST")
+                #expect(fields.headers.first(name: ":path") == "/3/device/\(Self.token)")
+                #expect(fields.headers.first(name: ":authority") == "api.push.apple.com")
+                #expect(fields.headers.first(name: "apns-topic") == "com.example.PushChat")
+                #expect(!fields.endStream)
+            case .data(let body):
+                guard case .byteBuffer(let bytes) = body.data else { throw CancellationError() }
+                #expect(String(buffer: bytes) == #"{"aps":{"alert":"hi"}}"#)
+                #expect(body.endStream)
+            default:
+                Issue.record("unexpected frame \(frame)")
+            }
         }
-        // One socket read carrying both answers: one report for the worker.
+        // Both answers in one pump (one channelReadComplete): one report for the worker.
         let reason = ByteBuffer(string: #"{"reason":"Unregistered","timestamp":1800000000000}"#)
-        for frame in [
+        try pair.answer([
             HTTP2Frame(streamID: 1, payload: .headers(.init(headers: [":status": "200"], endStream: true))),
             HTTP2Frame(streamID: 3, payload: .headers(.init(headers: [":status": "410"]))),
             HTTP2Frame(streamID: 3, payload: .data(.init(data: .byteBuffer(reason), endStream: true))),
-        ] {
-            channel.pipeline.fireChannelRead(NIOAny(frame))
-        }
-        channel.pipeline.fireChannelReadComplete()
+        ])
         guard case .answered(let answers) = await events.next() else { throw CancellationError() }
         #expect(answers.map(\.request.notification.messageID) == [1, 2])
         #expect(answers.map(\.result.status) == [200, 410])
         #expect(answers.last?.result.reason == "Unregistered")
-        _ = try channel.finish()
     }
 
-    /// A peer answering with megabytes of body: only the first 4 KiB of it is kept, and the answer is still reported.
+    /// A peer answering with a large body: only the first 4 KiB of it is kept, and the answer is still reported.
     @Test func anAnswersBodyIsKeptUpToItsCap() async throws {
-        var (channel, handler, events) = try Self.connection()
+        var (pair, handler, events) = try Self.connection()
+        try pair.pump()
+        _ = await events.next()
         #expect(handler.send([try Self.request(1)]))
-        _ = try Self.read(channel)
-        _ = try Self.read(channel)
-        channel.pipeline.fireChannelRead(NIOAny(HTTP2Frame(streamID: 1, payload: .headers(.init(headers: [":status": "400"])))))
-        let chunk = ByteBuffer(repeating: UInt8(ascii: "x"), count: 1 << 20)
-        for n in 1...10 {
-            channel.pipeline.fireChannelRead(
-                NIOAny(HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(chunk), endStream: n == 10))))
-            )
-        }
-        channel.pipeline.fireChannelReadComplete()
+        try pair.pump()
+        let chunk = ByteBuffer(repeating: UInt8(ascii: "x"), count: 16_384)
+        try pair.answer(
+            [HTTP2Frame(streamID: 1, payload: .headers(.init(headers: [":status": "400"])))]
+                + (1...40).map { HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(chunk), endStream: $0 == 40))) }
+        )
         guard case .answered(let answers) = await events.next() else { throw CancellationError() }
         #expect(answers.map(\.result.status) == [400], "reported, with no reason to read in the padding")
-        _ = try channel.finish()
+        #expect(answers.first?.body.count == HTTP2StreamStateMachine.maxAnswerBody)
     }
 
     /// A read carrying a whole window of answers is handed on in pieces, so the worker reuses the first streams
     /// while the rest are decoded (one report per read made the window travel as one cohort at a distance).
     @Test func aReadOfManyAnswersIsReportedInPiecesOf64() async throws {
-        var (channel, handler, events) = try Self.connection()
+        var (pair, handler, events) = try Self.connection()
+        try pair.pump()
+        _ = await events.next()
         #expect(handler.send(try (1...200).map { try Self.request(Int64($0)) }))
-        for id in 0..<200 {
-            channel.pipeline.fireChannelRead(
-                NIOAny(
-                    HTTP2Frame(streamID: HTTP2StreamID(2 * id + 1), payload: .headers(.init(headers: [":status": "200"], endStream: true)))
-                )
-            )
-        }
-        channel.pipeline.fireChannelReadComplete()
+        try pair.pump()
+        try pair.answer(
+            (0..<200).map {
+                HTTP2Frame(streamID: HTTP2StreamID(2 * $0 + 1), payload: .headers(.init(headers: [":status": "200"], endStream: true)))
+            }
+        )
         var pieces: [[Int64]] = []
         while pieces.joined().count < 200 {
             guard case .answered(let answers) = await events.next() else { throw CancellationError() }
@@ -145,19 +151,18 @@ import Testing
         }
         #expect(pieces.map(\.count) == [64, 64, 64, 8], "64 at a time, the rest at the end of the read")
         #expect(pieces.joined().elementsEqual(1...200))
-        _ = try channel.finish()
     }
 
     @Test func settingsGoAwayAndTheEndOfTheConnectionAreReported() async throws {
-        var (channel, handler, events) = try Self.connection()
-        try channel.writeInbound(
-            HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: 500)])))
-        )
+        var (pair, handler, events) = try Self.connection(serverSettings: [HTTP2Setting(parameter: .maxConcurrentStreams, value: 500)])
+        try pair.pump()
         guard case .maxStreams(500) = await events.next() else { throw CancellationError() }
+        #expect(pair.received.contains { if case .settings(.ack) = $0.payload { true } else { false } }, "SETTINGS acknowledged")
 
         #expect(handler.send([try Self.request(1), try Self.request(2)]))
+        try pair.pump()
         // The server processed stream 1 only: stream 3 comes back unanswered, then the connection is going away.
-        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 1, errorCode: .noError, opaqueData: nil)))
+        try pair.answer([HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 1, errorCode: .noError, opaqueData: nil))])
         guard case .unanswered(let refused, _) = await events.next() else { throw CancellationError() }
         #expect(refused.map(\.notification.messageID) == [2])
         guard case .goingAway = await events.next() else { throw CancellationError() }
@@ -167,11 +172,77 @@ import Testing
         #expect(late.map(\.notification.messageID) == [3])
 
         // The connection ends with stream 1 unanswered: every request is accounted for, then the events end.
-        channel.pipeline.fireChannelInactive()
+        pair.client.pipeline.fireChannelInactive()
         guard case .unanswered(let lost, _) = await events.next() else { throw CancellationError() }
         #expect(lost.map(\.notification.messageID) == [1])
         guard case .closed = await events.next() else { throw CancellationError() }
         #expect(await events.next() == nil)
         #expect(!handler.send([try Self.request(4)]), "a finished connection takes nothing")
+    }
+
+    /// The server's windows hold a body back: it goes out as WINDOW_UPDATEs allow, never past them (NIOHTTP2's server
+    /// ends the connection if it is sent more than its window), and the stream ends with its last byte.
+    @Test func aBodyWaitsForTheServersWindow() async throws {
+        var (pair, handler, events) = try Self.connection(serverSettings: [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 10), HTTP2Setting(parameter: .initialWindowSize, value: 8),
+        ])
+        try pair.pump()
+        _ = await events.next()
+        #expect(handler.send([try Self.request(1), try Self.request(2)]))
+        try pair.pump()
+        #expect(pair.bodyBytes(on: 1) == 8 && pair.bodyBytes(on: 3) == 0, "8 bytes of the first; the second waits its turn")
+        try pair.answer([HTTP2Frame(streamID: 1, payload: .windowUpdate(windowSizeIncrement: 100))])
+        #expect(pair.bodyBytes(on: 1) == 22 && pair.bodyBytes(on: 3) == 8)
+        try pair.answer([HTTP2Frame(streamID: 3, payload: .windowUpdate(windowSizeIncrement: 14))])
+        #expect(pair.bodyBytes(on: 3) == 22)
+        #expect(pair.received.filter { if case .data(let data) = $0.payload { data.endStream } else { false } }.map(\.streamID) == [1, 3])
+        try pair.answer([
+            HTTP2Frame(streamID: 1, payload: .headers(.init(headers: [":status": "200"], endStream: true))),
+            HTTP2Frame(streamID: 3, payload: .headers(.init(headers: [":status": "200"], endStream: true))),
+        ])
+        guard case .answered(let answers) = await events.next() else { throw CancellationError() }
+        #expect(answers.map(\.request.notification.messageID) == [1, 2])
+    }
+
+    /// A server that makes the encoder drop its table (SETTINGS_HEADER_TABLE_SIZE 0) still reads every request:
+    /// the next block starts with the size update, and nothing is indexed after it.
+    @Test func aServerWithoutAHeaderTableReadsEveryRequest() async throws {
+        var (pair, handler, events) = try Self.connection(serverSettings: [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 10), HTTP2Setting(parameter: .headerTableSize, value: 0),
+        ])
+        #expect(handler.send([try Self.request(1)]), "sent before the server's SETTINGS: indexed at 4,096")
+        try pair.pump()
+        _ = await events.next()
+        #expect(handler.send([try Self.request(2), try Self.request(3)]))
+        try pair.pump()
+        let paths = pair.received.compactMap { if case .headers(let h) = $0.payload { h.headers.first(name: "apns-topic") } else { nil } }
+        #expect(paths == Array(repeating: "com.example.PushChat", count: 3))
+    }
+
+    /// A server that breaks the protocol (a frame larger than SETTINGS_MAX_FRAME_SIZE) gets GOAWAY, and every request
+    /// comes back unanswered.
+    @Test func aProtocolErrorEndsTheConnection() async throws {
+        var (pair, handler, events) = try Self.connection()
+        try pair.pump()
+        _ = await events.next()
+        #expect(handler.send([try Self.request(1)]))
+        try pair.pump()
+        var oversized = ByteBuffer(bytes: [0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01])
+        oversized.writeRepeatingByte(0, count: 1 << 16)
+        pair.client.pipeline.fireChannelRead(oversized)
+        guard case .unanswered(let lost, let reason) = await events.next() else { throw CancellationError() }
+        #expect(lost.map(\.notification.messageID) == [1])
+        #expect(reason.contains("a frame of 65536 bytes"), "\(reason)")
+        guard case .closed = await events.next() else { throw CancellationError() }
+        try pair.pump()
+        #expect(pair.received.contains { if case .goAway(_, .frameSizeError, _) = $0.payload { true } else { false } })
+    }
+
+    /// A PING from the server is answered with its data.
+    @Test func aPingIsAnswered() async throws {
+        let (pair, _, _) = try Self.connection()
+        try pair.pump()
+        try pair.answer([HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: 42), ack: false))])
+        #expect(pair.received.contains { if case .ping(let data, ack: true) = $0.payload { data.integer == 42 } else { false } })
     }
 }

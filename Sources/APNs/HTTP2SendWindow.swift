@@ -1,0 +1,115 @@
+package import NIOCore
+package import NIOHTTP2
+
+/// Outbound flow control of an HTTP/2 client (RFC 9113 §6.9): how much DATA the server still accepts on the
+/// connection and on each stream, and the request bodies waiting for a WINDOW_UPDATE, sent in the order they came.
+///
+/// A request body goes out whole at once while the windows allow it (APNs' and FCM's bodies are a few KB against
+/// windows of 64 KB or more); only what does not fit is kept, with the window of its stream.
+package struct HTTP2SendWindow {
+    /// Every connection and stream starts with this window until SETTINGS_INITIAL_WINDOW_SIZE says otherwise.
+    package static let defaultSize = 65_535
+
+    package private(set) var connection = Self.defaultSize
+    package private(set) var initialStream = Self.defaultSize
+    package private(set) var maxFrameSize = HTTP2FrameReader.maxFrameSize
+
+    private struct Waiting {
+        let streamID: HTTP2StreamID
+        var body: ByteBuffer
+        var window: Int
+    }
+
+    /// Bodies (or their rest) waiting for window, oldest first.
+    private var waiting: [Waiting] = []
+
+    package init() {}
+
+    /// Bodies waiting for a WINDOW_UPDATE.
+    package var waitingCount: Int { waiting.count }
+
+    /// A stream's whole body, right after its HEADERS: the DATA frames to write now (the last ends the stream); the
+    /// rest waits for window.
+    package mutating func send(_ streamID: HTTP2StreamID, _ body: ByteBuffer, to buffer: inout ByteBuffer) {
+        var item = Waiting(streamID: streamID, body: body, window: initialStream)
+        if waiting.isEmpty, write(&item, to: &buffer) { return }
+        waiting.append(item)
+    }
+
+    /// A WINDOW_UPDATE: writes what it lets through. Throws when it overflows a window (a connection error for the
+    /// connection's window; a stream's is treated the same, as its stream is this client's to reset).
+    package mutating func windowUpdate(
+        _ streamID: HTTP2StreamID,
+        increment: Int,
+        to buffer: inout ByteBuffer
+    ) throws(HTTP2ConnectionError) {
+        if streamID == .rootStream {
+            connection += increment
+            guard connection <= HTTP2ConnectionWindow.maximumSize else {
+                throw HTTP2ConnectionError(.flowControlError, "the connection's send window past 2^31 - 1")
+            }
+        } else {
+            for index in waiting.indices where waiting[index].streamID == streamID { waiting[index].window += increment }
+        }
+        flush(to: &buffer)
+    }
+
+    /// SETTINGS: SETTINGS_INITIAL_WINDOW_SIZE changes every stream's window by the difference (§6.9.2);
+    /// SETTINGS_MAX_FRAME_SIZE bounds each DATA frame.
+    package mutating func settings(
+        _ settings: [(parameter: UInt16, value: UInt32)],
+        to buffer: inout ByteBuffer
+    ) throws(HTTP2ConnectionError) {
+        for (parameter, value) in settings {
+            switch parameter {
+            case 0x4:
+                guard value <= UInt32(HTTP2ConnectionWindow.maximumSize) else {
+                    throw HTTP2ConnectionError(.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE of \(value)")
+                }
+                let delta = Int(value) - initialStream
+                initialStream = Int(value)
+                for index in waiting.indices { waiting[index].window += delta }
+            case 0x5:
+                guard (1 << 14)...((1 << 24) - 1) ~= value else {
+                    throw HTTP2ConnectionError(.protocolError, "SETTINGS_MAX_FRAME_SIZE of \(value)")
+                }
+                maxFrameSize = Int(value)
+            default:
+                break
+            }
+        }
+        flush(to: &buffer)
+    }
+
+    /// A stream that ended early (reset, timed out, answered): what it still had to send is dropped.
+    package mutating func drop(_ streamID: HTTP2StreamID) {
+        guard !waiting.isEmpty else { return }
+        waiting.removeAll { $0.streamID == streamID }
+    }
+
+    private mutating func flush(to buffer: inout ByteBuffer) {
+        while var item = waiting.first {
+            let done = write(&item, to: &buffer)
+            if done {
+                waiting.removeFirst()
+            } else {
+                waiting[0] = item
+                return
+            }
+        }
+    }
+
+    /// Writes as much of `item`'s body as the windows allow; true when all of it went (its last frame ends the stream).
+    private mutating func write(_ item: inout Waiting, to buffer: inout ByteBuffer) -> Bool {
+        repeat {
+            let size = max(0, min(item.body.readableBytes, maxFrameSize, connection, item.window))
+            guard size > 0 || item.body.readableBytes == 0 else { return false }
+            let chunk = item.body.readSlice(length: size)!
+            let last = item.body.readableBytes == 0
+            HTTP2FrameWriter.data(item.streamID, chunk, endStream: last, to: &buffer)
+            connection -= size
+            item.window -= size
+            if last { return true }
+        } while true
+    }
+}

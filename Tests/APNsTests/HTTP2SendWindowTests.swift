@@ -1,0 +1,71 @@
+import NIOCore
+import NIOHTTP2
+import Testing
+
+@testable import APNs
+
+/// Outbound flow control as a value: the DATA frames a body becomes under the server's windows and frame size.
+@Suite struct HTTP2SendWindowTests {
+    /// (stream, length, END_STREAM) of each DATA frame in `buffer`.
+    static func frames(_ buffer: ByteBuffer) -> [(Int, Int, Bool)] {
+        var buffer = buffer
+        var frames: [(Int, Int, Bool)] = []
+        while let (high, low, type, flags, stream) = buffer.readMultipleIntegers(as: (UInt8, UInt16, UInt8, UInt8, UInt32).self) {
+            let length = Int(high) << 16 | Int(low)
+            #expect(type == 0)
+            buffer.moveReaderIndex(forwardBy: length)
+            frames.append((Int(stream), length, flags & 1 != 0))
+        }
+        return frames
+    }
+
+    @Test func aBodyLargerThanAFrameIsSplitAndTheConnectionWindowHoldsTheRest() throws {
+        var window = HTTP2SendWindow()
+        var out = ByteBuffer()
+        window.send(1, ByteBuffer(repeating: 1, count: 40_000), to: &out)
+        window.send(3, ByteBuffer(repeating: 3, count: 40_000), to: &out)
+        #expect(Self.frames(out).map(\.1) == [16_384, 16_384, 7_232, 16_384, 9_151], "65,535 bytes on the connection")
+        #expect(Self.frames(out).map(\.2) == [false, false, true, false, false])
+        #expect(window.waitingCount == 1)
+        out.clear()
+        try window.windowUpdate(.rootStream, increment: 100_000, to: &out)
+        #expect(Self.frames(out).map(\.1) == [14_465], "the stream's own window (65,535) ends it")
+        #expect(Self.frames(out).map(\.0) == [3] && Self.frames(out).map(\.2) == [true])
+        #expect(window.waitingCount == 0)
+    }
+
+    /// SETTINGS_INITIAL_WINDOW_SIZE lowered below what a stream used leaves its window negative until updates cover it.
+    @Test func aLoweredInitialWindowCountsAgainstStreamsStillWaiting() throws {
+        var window = HTTP2SendWindow()
+        var out = ByteBuffer()
+        try window.settings([(0x4, 10)], to: &out)
+        window.send(1, ByteBuffer(repeating: 1, count: 30), to: &out)
+        #expect(Self.frames(out).map(\.1) == [10])
+        out.clear()
+        try window.settings([(0x4, 0)], to: &out)
+        try window.windowUpdate(1, increment: 5, to: &out)
+        #expect(Self.frames(out).isEmpty, "the window is -10 + 5")
+        try window.windowUpdate(1, increment: 25, to: &out)
+        #expect(Self.frames(out).map(\.1) == [20] && Self.frames(out).map(\.2) == [true])
+    }
+
+    @Test func aDroppedStreamSendsNothingMoreAndAnEmptyBodyStillEndsItsStream() throws {
+        var window = HTTP2SendWindow()
+        var out = ByteBuffer()
+        try window.settings([(0x4, 0)], to: &out)
+        window.send(1, ByteBuffer(repeating: 1, count: 30), to: &out)
+        window.send(3, ByteBuffer(), to: &out)
+        #expect(Self.frames(out).isEmpty, "the empty body waits behind the first")
+        window.drop(1)
+        try window.windowUpdate(.rootStream, increment: 1, to: &out)
+        #expect(Self.frames(out).map(\.0) == [3] && Self.frames(out).map(\.1) == [0] && Self.frames(out).map(\.2) == [true])
+    }
+
+    @Test func windowsPastTheLimitOrBadFrameSizesEndTheConnection() {
+        var window = HTTP2SendWindow()
+        var out = ByteBuffer()
+        #expect(throws: HTTP2ConnectionError.self) { try window.windowUpdate(.rootStream, increment: Int(Int32.max), to: &out) }
+        #expect(throws: HTTP2ConnectionError.self) { try window.settings([(0x5, 100)], to: &out) }
+        #expect(throws: HTTP2ConnectionError.self) { try window.settings([(0x4, UInt32(1) << 31)], to: &out) }
+    }
+}
