@@ -7,6 +7,8 @@
 #   feedback    feedback-service tuples
 #   provider    the provider API's JSON bodies (notifications, devices); parsed JSON must serialize and parse back equal
 #   fcm         FCM's answers (error bodies, Retry-After), the token endpoint's answers, service-account files
+#   http2       what an HTTP/2 server sends the push daemon: frames in two reads, header blocks, SETTINGS and
+#               WINDOW_UPDATE applied to request bodies waiting for window
 #
 #   ./scripts/fuzz.sh [SECONDS]        each target for SECONDS (default 60)
 #
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 seed=${PUSHCHAT_FUZZ_SEED:-$((RANDOM * 32768 + RANDOM + 1))}
 runs=${PUSHCHAT_FUZZ_RUNS:--1}
-read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider fcm}"
+read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider fcm http2}"
 out="$PWD/.local/test-output/fuzz"
 mkdir -p "$out"
 

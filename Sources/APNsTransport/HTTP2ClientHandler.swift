@@ -121,10 +121,10 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
-        if var unread {
-            unread.writeBuffer(&bytes)
-            bytes = unread
-            self.unread = nil
+        if var pending = unread {
+            unread = nil  // one reference left: the append below does not copy it
+            pending.writeBuffer(&bytes)
+            bytes = pending
         }
         state.read(now: .now())
         var out = ByteBuffer()

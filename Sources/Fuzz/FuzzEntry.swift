@@ -3,18 +3,20 @@ import APNs
 import FCM
 import Foundation
 import NIOCore
+import NIOHTTP2
 import Settings
 import Support
 
 /// libFuzzer entry points for every parser of untrusted bytes: the API's form bodies (urlencoded and multipart), the
 /// binary frame decoder (what the simulator reads from providers) and the gateway's error responses, and feedback
-/// tuples, the provider API's JSON bodies, and what Google sends (FCM's answers, the token endpoint's, service-account
-/// files). `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
+/// tuples, the provider API's JSON bodies, what Google sends (FCM's answers, the token endpoint's, service-account
+/// files), and what an HTTP/2 server sends the push daemon (frames, header blocks, SETTINGS and WINDOW_UPDATE applied
+/// to request bodies waiting for window). `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
 ///
 /// Built with libFuzzer by `scripts/fuzz.sh` (`--sanitize fuzzer --sanitize address`, `-D FUZZING`); built normally it
 /// is `pushchat-fuzz`, a replayer, which runs every file of a corpus through the same code (what CI and the tests run).
 enum FuzzTarget: String, CaseIterable {
-    case forms, multipart, binary, feedback, provider, fcm
+    case forms, multipart, binary, feedback, provider, fcm, http2
 
     static var selected: FuzzTarget {
         FuzzTarget(rawValue: ProcessInfo.processInfo.environment["PUSHCHAT_FUZZ"] ?? "") ?? .forms
@@ -65,6 +67,30 @@ enum FuzzTarget: String, CaseIterable {
             }
             _ = AccessToken(body: body, now: Date())
             _ = try? ServiceAccount(json: Data(body), path: "fuzz")
+        case .http2:
+            // The server's bytes in two reads (split where the first byte says), with two bodies waiting for window.
+            var reader = HTTP2FrameReader()
+            var window = HTTP2SendWindow()
+            var out = ByteBuffer()
+            window.send(1, ByteBuffer(repeating: 1, count: 70_000), to: &out)
+            window.send(3, ByteBuffer(repeating: 3, count: 100), to: &out)
+            let split = min(Int(bytes.first ?? 0), bytes.count)
+            var input = ByteBuffer(bytes: bytes.prefix(split))
+            for part in [bytes.prefix(split).count, bytes.count] {
+                if part > split { input.writeBytes(bytes[split...]) }
+                do {
+                    while let frame = try reader.next(from: &input) {
+                        switch frame {
+                        case .settings(let settings): try window.settings(settings, to: &out)
+                        case .windowUpdate(let stream, let increment): try window.windowUpdate(stream, increment: increment, to: &out)
+                        case .rstStream(let stream, _): window.drop(stream)
+                        default: break
+                        }
+                    }
+                } catch {
+                    return
+                }
+            }
         }
     }
 }
