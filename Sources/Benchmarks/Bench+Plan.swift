@@ -138,6 +138,11 @@ extension Bench {
         )
         results += one.figures
         guard plan.rttMilliseconds > 0 else { return results }
+        // Scale-out where the gateway's round trip is the limit (issue 31, item 5): daemons on several machines, each
+        // with its own connection, sharing the queue.
+        for daemons in [2, 3] {
+            results += try await drain(rows: plan.rows, daemons: daemons, transport: .http2, oneDaemonRate: one.rate).figures
+        }
         // One connection carries at most MAX_CONCURRENT_STREAMS requests per round trip.
         let bound = Double(SimulatorConfiguration.HTTP2Options().maxConcurrentStreams) * 1000 / Double(plan.rttMilliseconds)
         results.append(

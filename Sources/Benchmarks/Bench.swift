@@ -282,6 +282,8 @@ package final class Bench: Sendable {
         var label = daemons == 1 ? "one daemon" : "\(daemons) daemons sharing the queue"
         if connections > 1 {
             label += transport == .http2 ? ", up to \(connections) connections (the default)" : ", \(connections) connections"
+        } else if daemons > 1, transport == .http2 {
+            label += ", one connection each"
         }
         let target = transport == .http2 ? 20_000.0 : 50_000.0
         var figures = [
