@@ -12,7 +12,8 @@ package enum HTTP2InboundFrame {
     case settings([(parameter: UInt16, value: UInt32)])
     case settingsAck
     case ping(UInt64, ack: Bool)
-    case goAway(lastStreamID: HTTP2StreamID, HTTP2ErrorCode)
+    /// `debug`: the frame's debug data as printable text, at most 200 characters (APNs: `{"reason":"…"}`).
+    case goAway(lastStreamID: HTTP2StreamID, HTTP2ErrorCode, debug: String)
     case windowUpdate(HTTP2StreamID, increment: Int)
 }
 
@@ -123,7 +124,9 @@ package struct HTTP2FrameReader {
                 throw HTTP2ConnectionError(.frameSizeError, "GOAWAY of \(payload.readableBytes) bytes")
             }
             let last = HTTP2StreamID(Int32(bitPattern: payload.readInteger(as: UInt32.self)! & 0x7fff_ffff))
-            return .goAway(lastStreamID: last, HTTP2ErrorCode(networkCode: Int(payload.readInteger(as: UInt32.self)!)))
+            let code = HTTP2ErrorCode(networkCode: Int(payload.readInteger(as: UInt32.self)!))
+            let debug = payload.readableBytesView.prefix(200).map { $0 >= 0x20 && $0 < 0x7f ? Character(UnicodeScalar($0)) : "?" }
+            return .goAway(lastStreamID: last, code, debug: String(debug))
         case 0x8:  // WINDOW_UPDATE
             guard payload.readableBytes == 4 else {
                 throw HTTP2ConnectionError(.frameSizeError, "WINDOW_UPDATE of \(payload.readableBytes) bytes")

@@ -100,7 +100,7 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
                 write(buffer, context)
             }
             if !unanswered.isEmpty { report(.unanswered(unanswered, reason)) }
-            if retired { report(.goingAway) }
+            if retired { report(.goingAway("its stream ids are used up")) }
             return true
         }
     }
@@ -167,10 +167,11 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
         case .rstStream(let streamID, let code):
             sendWindow.drop(streamID)
             if let request = state.reset(streamID) { report(.unanswered([request], "stream reset (\(code))")) }
-        case .goAway(let lastStreamID, let code):
+        case .goAway(let lastStreamID, let code, let debug):
+            let said = debug.isEmpty ? "GOAWAY (\(code))" : "GOAWAY (\(code), \(debug))"
             let requests = state.goAway(lastStreamID: lastStreamID)
-            if !requests.isEmpty { report(.unanswered(requests, "GOAWAY (\(code)) before these streams were processed")) }
-            report(.goingAway)
+            if !requests.isEmpty { report(.unanswered(requests, "\(said) before these streams were processed")) }
+            report(.goingAway(said))
         case .settings(let settings):
             for (parameter, value) in settings {
                 switch parameter {

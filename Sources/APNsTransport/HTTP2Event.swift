@@ -19,7 +19,7 @@ package enum HTTP2Event: Sendable {
     case timedOut([HTTP2Request], Duration)
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
     case maxStreams(Int)
-    /// GOAWAY: no new streams on this connection.
-    case goingAway
+    /// GOAWAY (its code and debug data), or the stream ids are used up: no new streams on this connection.
+    case goingAway(String)
     case closed(String)
 }

@@ -162,10 +162,12 @@ import Testing
         #expect(handler.send([try Self.request(1), try Self.request(2)]))
         try pair.pump()
         // The server processed stream 1 only: stream 3 comes back unanswered, then the connection is going away.
-        try pair.answer([HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 1, errorCode: .noError, opaqueData: nil))])
-        guard case .unanswered(let refused, _) = await events.next() else { throw CancellationError() }
+        let debug = ByteBuffer(string: #"{"reason":"Shutdown"}"#)
+        try pair.answer([HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 1, errorCode: .noError, opaqueData: debug))])
+        guard case .unanswered(let refused, let reason) = await events.next() else { throw CancellationError() }
         #expect(refused.map(\.notification.messageID) == [2])
-        guard case .goingAway = await events.next() else { throw CancellationError() }
+        guard case .goingAway(let said) = await events.next() else { throw CancellationError() }
+        #expect(said.contains(#"{"reason":"Shutdown"}"#) && reason.contains(said), "what Apple says is in the log: \(said)")
         // After GOAWAY nothing new is written: it comes straight back.
         #expect(handler.send([try Self.request(3)]))
         guard case .unanswered(let late, _) = await events.next() else { throw CancellationError() }

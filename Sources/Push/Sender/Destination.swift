@@ -81,8 +81,8 @@ enum LinkEvent: Sendable {
     case unanswered([QueuedNotification], reason: String)
     /// Written, no answer within `after`: sent again, and half as many at once from now on.
     case timedOut([QueuedNotification], after: Duration)
-    /// The connection takes no new requests (GOAWAY); what is in flight is still answered.
-    case goingAway
+    /// The connection takes no new requests (GOAWAY, and what the server said); what is in flight is still answered.
+    case goingAway(String)
     /// The connection ended (always the last event).
     case closed(String, LinkEnding)
 }

@@ -41,8 +41,8 @@ struct HTTP2Link: DestinationLink {
                 report(.timedOut(requests.map(\.notification), after: timeout))
             case .maxStreams(let value):
                 report(.window(value))
-            case .goingAway:
-                report(.goingAway)
+            case .goingAway(let reason):
+                report(.goingAway(reason))
             case .closed(let reason):
                 closed = true
                 report(.closed(reason, .dropped))

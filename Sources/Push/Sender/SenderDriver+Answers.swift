@@ -80,9 +80,9 @@ extension SenderDriver {
             logger.warning(
                 "\(rows.count) notifications unanswered (no answer within \(timeout.formatted)); sending them again, at most \(limit) at once"
             )
-        case .goingAway:
+        case .goingAway(let reason):
             // What is in flight is still answered; the writer waits for it, then hangs up.
-            logger.info("The connection takes no new requests (GOAWAY, or its stream ids are used up); reconnecting")
+            logger.info("The connection takes no new requests (\(reason)); reconnecting")
             session.update { $0.stop() }
         case .closed(let reason, let ending):
             if ending == .stalled { status.gatewayStalled(true) }
