@@ -15,9 +15,9 @@ import Testing
 @Suite struct APILimitTests {
     static func run(_ limits: APILimits, _ body: @escaping @Sendable (APIHarness) async throws -> Void) async throws {
         try await TestDatabase.withFreshDatabase { url in
-            var configuration = APIHarness.configuration(url: url)
+            var configuration = APIHarness.configuration(url: TestDatabase.service(url))
             configuration.limits = limits
-            try await APIHarness.run(configuration: configuration, body)
+            try await APIHarness.run(configuration: configuration, ownerURL: url, body)
         }
     }
 

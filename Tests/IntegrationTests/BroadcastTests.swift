@@ -254,9 +254,9 @@ import Testing
     /// The HTTP side: 202 at once with the count, the status as it goes, DELETE, and refusals that write nothing.
     @Test func theProviderAPIAcceptsABroadcastAndCancelsIt() async throws {
         try await TestDatabase.withFreshDatabase { url in
-            var configuration = APIHarness.configuration(url: url)
+            var configuration = APIHarness.configuration(url: TestDatabase.service(url))
             configuration.limits.backgroundRecipients = 100
-            try await APIHarness.run(configuration: configuration) { api in
+            try await APIHarness.run(configuration: configuration, ownerURL: url) { api in
                 try await Self.seedDevices(url, count: 1_000)
                 let key = try await ProviderAPITests.createKey(url)
                 let other = try await ProviderAPITests.createKey(url, name: "other")

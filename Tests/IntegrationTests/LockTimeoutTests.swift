@@ -35,9 +35,9 @@ import Testing
 
     @Test func aRequestBehindALockedTableFailsFastAndWritesNothing() async throws {
         try await TestDatabase.withFreshDatabase { url in
-            var configuration = APIHarness.configuration(url: url, mode: .development)
+            var configuration = APIHarness.configuration(url: TestDatabase.service(url), mode: .development)
             configuration.databaseURL.lockTimeout = .milliseconds(300)
-            try await APIHarness.run(configuration: configuration, databaseTimeout: .seconds(10)) { api in
+            try await APIHarness.run(configuration: configuration, databaseTimeout: .seconds(10), ownerURL: url) { api in
                 let (status, elapsed) = try await Self.whileLocked(url, "LOCK TABLE active_users IN ACCESS EXCLUSIVE MODE") {
                     let start = ContinuousClock.now
                     let response = try await api.post(["cmd": "join", "udid": Device.udid(1), "token": "0", "name": "Ann", "code": "c"])

@@ -17,9 +17,9 @@ import Testing
 @Suite(.serialized) struct PushDaemonTests {
     @Test func endToEndThroughTheAPI() async throws {
         try await PushHarness.run { harness in
-            let api = APIHarness.configuration(url: harness.url)
+            let api = APIHarness.configuration(url: harness.daemonURL)
             try await harness.withDaemon {
-                try await APIHarness.run(configuration: api) { client in
+                try await APIHarness.run(configuration: api, ownerURL: harness.url) { client in
                     try await client.post(["cmd": "join", "udid": Device.udid(1), "token": Device.token(1), "name": "Ann", "code": "room"])
                     try await client.post(["cmd": "join", "udid": Device.udid(2), "token": Device.token(2), "name": "Bob", "code": "room"])
                     try await client.post(["cmd": "message", "udid": Device.udid(1), "text": "Hello Bob"])

@@ -18,6 +18,7 @@ import Testing
 /// The real API server (`pushchat-api serve`'s application) on a loopback port, backed by a fresh database.
 struct APIHarness: Sendable {
     let client: any TestClientProtocol
+    /// The owner's URL, for the tests' own queries (the API itself connects as the services' role on a fresh database).
     let url: DatabaseURL
     /// The API's metrics listener (loopback, apart from the API's port).
     let metricsPort: Int
@@ -33,13 +34,15 @@ struct APIHarness: Sendable {
     /// Runs `body` against an API server on a fresh database.
     static func run(mode: Mode = .development, _ body: @escaping @Sendable (APIHarness) async throws -> Void) async throws {
         try await TestDatabase.withFreshDatabase { url in
-            try await run(configuration: configuration(url: url, mode: mode), body)
+            // The API connects as the services' role; the tests' own queries (`url`) as the owner.
+            try await run(configuration: configuration(url: TestDatabase.service(url), mode: mode), ownerURL: url, body)
         }
     }
 
     static func run(
         configuration: Configuration,
         databaseTimeout: Duration = .seconds(10),
+        ownerURL: DatabaseURL? = nil,
         _ body: @escaping @Sendable (APIHarness) async throws -> Void
     ) async throws {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
@@ -52,7 +55,7 @@ struct APIHarness: Sendable {
         try await app.test(.live) { client in
             var iterator = ports.makeAsyncIterator()
             let metricsPort = await iterator.next() ?? 0
-            try await body(APIHarness(client: client, url: configuration.databaseURL, metricsPort: metricsPort))
+            try await body(APIHarness(client: client, url: ownerURL ?? configuration.databaseURL, metricsPort: metricsPort))
         }
     }
 

@@ -17,9 +17,20 @@ import Testing
 
 /// A fresh database, an in-process APNs simulator and push daemons pointed at it.
 struct PushHarness: Sendable {
+    /// The owner's URL, for the tests' own queries.
     let url: DatabaseURL
     let simulator: APNsSimulator
     let ports: APNsSimulator.Ports
+    /// What the daemons connect as: the services' role on a fresh test database (``TestDatabase/service(_:)``); the
+    /// owner where a test made the database itself (a scratch cluster, a pooler, an older schema).
+    var daemonURL: DatabaseURL
+
+    init(url: DatabaseURL, simulator: APNsSimulator, ports: APNsSimulator.Ports, daemonURL: DatabaseURL? = nil) {
+        self.url = url
+        self.simulator = simulator
+        self.ports = ports
+        self.daemonURL = daemonURL ?? url
+    }
 
     /// Runs `body` with a fresh database and a running simulator.
     static func run(
@@ -29,7 +40,7 @@ struct PushHarness: Sendable {
         try await TestDatabase.withFreshDatabase { url in
             let simulator = try APNsSimulator(configuration: simulatorConfiguration, logger: TestDatabase.logger)
             try await simulator.withRunning { ports in
-                try await body(PushHarness(url: url, simulator: simulator, ports: ports))
+                try await body(PushHarness(url: url, simulator: simulator, ports: ports, daemonURL: TestDatabase.service(url)))
             }
         }
     }
@@ -40,7 +51,7 @@ struct PushHarness: Sendable {
         passphrase: String? = TestCertificates.passphrase,
         url: DatabaseURL? = nil
     ) -> Configuration {
-        var configuration = Configuration(mode: .development, databaseURL: url ?? self.url)
+        var configuration = Configuration(mode: .development, databaseURL: url ?? daemonURL)
         configuration.apns.gateway = Endpoint(host: "127.0.0.1", port: ports.gateway)
         configuration.apns.feedback = Endpoint(host: "127.0.0.1", port: ports.feedback)
         configuration.apns.certificate = TestCertificates.path(certificate)

@@ -67,6 +67,39 @@ enum TestDatabase {
         }
     }
 
+    /// The role the services connect as in tests (``service(_:)``): what `deploy/grants.sql` gives the production
+    /// services' role, no more, so a statement the services' role may not run fails a test as it would fail in the
+    /// field (the deployment test found such a statement once, after every other test had passed as the owner).
+    static let serviceRole = "pushchat_test_service"
+
+    /// `url` as the services' role: for the API and the daemons a test runs. Migrations, `keys`, `apps` and the
+    /// tests' own queries keep the owner's.
+    static func service(_ url: DatabaseURL) -> DatabaseURL {
+        var url = url
+        url.username = serviceRole
+        url.password = nil
+        return url
+    }
+
+    /// Creates the services' role (the cluster's; once) and runs `deploy/grants.sql` for it in `database`, as the
+    /// guide does after `migrate`: its `pushchat_owner` is the role that migrated (the server URL's), its `pushchat`
+    /// the services' role. A database made from this template keeps the grants.
+    static func grantServiceRole(server: DatabaseURL, database: String) async throws {
+        try await admin(
+            server,
+            "DO $$ BEGIN CREATE ROLE \(serviceRole) LOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
+        )
+        let grants = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/grants.sql"), encoding: .utf8)
+            .replacingOccurrences(of: "DATABASE pushchat ", with: "DATABASE \(database) ")
+            .replacingOccurrences(of: "pushchat_owner", with: server.username)
+            .replacingOccurrences(of: " pushchat;", with: " \(serviceRole);")
+        try await withConnection(server.with(database: database)) { connection in
+            for statement in SQLScript(grants).statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+        }
+    }
+
     /// Runs `body` on one connection to `url`.
     @discardableResult
     static func withConnection<T: Sendable>(_ url: DatabaseURL, _ body: (PostgresConnection) async throws -> T) async throws -> T {
@@ -108,6 +141,7 @@ actor TemplateDatabase {
                 let migrations = try Migration.load(from: TestDatabase.migrationsDirectory)
                 try await Migrator(connection: connection, migrations: migrations, logger: TestDatabase.logger).migrate()
             }
+            try await TestDatabase.grantServiceRole(server: server, database: name)
             return name
         }
         created = task
