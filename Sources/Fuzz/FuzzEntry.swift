@@ -74,22 +74,24 @@ enum FuzzTarget: String, CaseIterable {
             var out = ByteBuffer()
             window.send(1, ByteBuffer(repeating: 1, count: 70_000), to: &out)
             window.send(3, ByteBuffer(repeating: 3, count: 100), to: &out)
+            func read(_ input: inout ByteBuffer) throws(HTTP2ConnectionError) {
+                while let frame = try reader.next(from: &input) {
+                    switch frame {
+                    case .settings(let settings): try window.settings(settings, to: &out)
+                    case .windowUpdate(let stream, let increment): try window.windowUpdate(stream, increment: increment, to: &out)
+                    case .rstStream(let stream, _): window.drop(stream)
+                    default: break
+                    }
+                }
+            }
             let split = min(Int(bytes.first ?? 0), bytes.count)
             var input = ByteBuffer(bytes: bytes.prefix(split))
-            for part in [bytes.prefix(split).count, bytes.count] {
-                if part > split { input.writeBytes(bytes[split...]) }
-                do {
-                    while let frame = try reader.next(from: &input) {
-                        switch frame {
-                        case .settings(let settings): try window.settings(settings, to: &out)
-                        case .windowUpdate(let stream, let increment): try window.windowUpdate(stream, increment: increment, to: &out)
-                        case .rstStream(let stream, _): window.drop(stream)
-                        default: break
-                        }
-                    }
-                } catch {
-                    return
-                }
+            do {
+                try read(&input)
+                input.writeBytes(bytes[split...])
+                try read(&input)
+            } catch {
+                return
             }
         }
     }
