@@ -1,11 +1,11 @@
 import NIOCore
-package import NIOHTTP2
+import NIOHTTP2
 
 /// NIOHTTP2 reports errors that concern one stream (a frame for a stream already reset or closed, e.g. a late answer
 /// to a request that timed out) through `errorCaught` too, after resetting that stream; the connection stays usable.
-package enum HTTP2StreamErrors {
+enum HTTP2StreamErrors {
     /// The stream `error` is limited to, or nil when it ends the connection.
-    package static func stream(of error: any Error) -> HTTP2StreamID? {
+    static func stream(of error: any Error) -> HTTP2StreamID? {
         switch error {
         case let error as NIOHTTP2Errors.StreamClosed: error.streamID
         case let error as NIOHTTP2Errors.NoSuchStream: error.streamID

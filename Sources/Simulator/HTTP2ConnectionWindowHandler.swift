@@ -1,24 +1,24 @@
-package import APNs
-package import NIOCore
-package import NIOHTTP2
+import APNs
+import NIOCore
+import NIOHTTP2
 
 /// Grants the peer connection-level window on an HTTP/2 connection whose frames are handled inline.
 ///
 /// NIOHTTP2 sends WINDOW_UPDATE for the connection only through its stream multiplexer. Without one, a peer stops
 /// sending DATA after 65,535 bytes on the connection (about a thousand small notifications) and every later stream
 /// waits for its deadline. Put this handler right after `NIOHTTP2Handler`.
-package final class HTTP2ConnectionWindowHandler: ChannelInboundHandler, RemovableChannelHandler {
-    package typealias InboundIn = HTTP2Frame
-    package typealias InboundOut = HTTP2Frame
-    package typealias OutboundOut = HTTP2Frame
+final class HTTP2ConnectionWindowHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias InboundOut = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
 
     let window: HTTP2ConnectionWindow
 
-    package init(window: HTTP2ConnectionWindow = HTTP2ConnectionWindow()) {
+    init(window: HTTP2ConnectionWindow = HTTP2ConnectionWindow()) {
         self.window = window
     }
 
-    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let update = event as? NIOHTTP2WindowUpdatedEvent, update.streamID == .rootStream,
             let remaining = update.inboundWindowSize, let increment = window.increment(remaining: remaining)
         {
