@@ -149,7 +149,8 @@ PushChat Server is running (development mode).
                  live; the same as JSON at /status.json)
   Android        Dee's Android phone is in the room "demo" (platform=fcm): messages there go out over FCM too
                  log/apns-sim-notifications.jsonl (every notification the simulator accepted)
-  Apps           $bin/pushchat-api apps list development   (default: the chat API; beta: its own key and topic)
+  Apps           export PUSHCHAT_DATABASE_URL='$PUSHCHAT_DATABASE_URL'   (in another shell first: the commands read it)
+                 $bin/pushchat-api apps list development   (default: the chat API; beta: its own key and topic)
                  KEY=\$($bin/pushchat-api keys create beta-\$RANDOM development --app beta --scope send --scope broadcast --scope devices:write | tail -n 1)
                  curl -H "Authorization: Bearer \$KEY" -H 'Content-Type: application/json' -d '{"token": "$(printf 'be%.0s' {1..32})"}' $api/v1/devices
                  curl -H "Authorization: Bearer \$KEY" -H 'Content-Type: application/json' -d '{"to": {"all": true}, "aps": {"alert": "Beta: hello"}}' $api/v1/notifications
