@@ -228,7 +228,8 @@ import Testing
             let processes = try await SystemTests.start(
                 in: directory,
                 simulator: [
-                    "--gateway-port", "\(gateway)", "--feedback-port", "\(feedback)", "--unregistered", directory + "/unregistered.txt",
+                    "--gateway-port", "\(gateway)", "--feedback-port", "\(feedback)", "--http2-port", "0",
+                    "--unregistered", directory + "/unregistered.txt",
                     "--feedback", directory + "/feedback.txt",
                 ],
                 mode: "development",

@@ -217,7 +217,9 @@ import Testing
             environment["PUSHCHAT_API_METRICS_PORT"] = "\(apiMetricsPort)"
             let processes = try await Self.start(
                 in: directory,
-                simulator: ["--gateway-port", "\(gateway)", "--feedback-port", "\(feedback)", "--feedback", feedbackFile],
+                simulator: [
+                    "--gateway-port", "\(gateway)", "--feedback-port", "\(feedback)", "--http2-port", "0", "--feedback", feedbackFile,
+                ],
                 mode: "development",
                 environment: environment,
                 api: api
