@@ -30,6 +30,29 @@ import Testing
         #expect(overridden.feedback == Endpoint(host: "feedback.sandbox.push.apple.com", port: 2196))
     }
 
+    /// The file the guide installs as /etc/pushchat/pushchat.json must let each app's environment pick Apple's host:
+    /// a host named there would hold for every app and send a sandbox app's tokens to production.
+    @Test func theShippedProductionFileLetsEachAppsEnvironmentPickTheHost() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let source = try ConfigurationSource.load(
+            mode: .production,
+            path: root.appendingPathComponent("config/pushchat.json").path,
+            environment: [:]
+        )
+        let shipped = try Configuration(source: source).apns
+        #expect(shipped.namedEndpoints.isEmpty, "the shipped file names no APNs endpoint")
+        let sandbox = try shipped.forApp(Self.beta)
+        #expect(sandbox.host == Endpoint(host: "api.sandbox.push.apple.com", port: 443))
+        #expect(sandbox.gateway == Endpoint(host: "gateway.sandbox.push.apple.com", port: 2195))
+        #expect(sandbox.feedback == Endpoint(host: "feedback.sandbox.push.apple.com", port: 2196))
+        var live = Self.beta
+        live.environment = .production
+        let production = try shipped.forApp(live)
+        #expect(production.host == Endpoint(host: "api.push.apple.com", port: 443))
+        #expect(production.gateway == Endpoint(host: "gateway.push.apple.com", port: 2195))
+        #expect(production.feedback == Endpoint(host: "feedback.push.apple.com", port: 2196))
+    }
+
     @Test func aCertificatesPassphraseComesFromItsFileAndAnUnreadableFileIsTheReason() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pushchat-pass-\(UUID().uuidString)")
         try Data("s3cret\r\n".utf8).write(to: file)
