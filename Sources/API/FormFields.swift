@@ -86,4 +86,10 @@ package struct FormError: PushChatError, Equatable {
     )
     package static let missingBoundary = FormError(description: "Malformed multipart body: no boundary in the content type")
     package static let malformedMultipart = FormError(description: "Malformed multipart body")
+    package static let tooManyParts = FormError(
+        description: "Malformed multipart body: more than \(FormFields.maxDelimiters) boundary delimiters (the forms have six fields)"
+    )
+    package static let headersTooLong = FormError(
+        description: "Malformed multipart body: a part's headers are longer than \(FormFields.maxHeaderBlock) bytes"
+    )
 }

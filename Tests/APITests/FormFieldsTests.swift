@@ -92,6 +92,48 @@ import Testing
         )
     }
 
+    /// A 64 KiB body of delimiters inside header values: unbounded, every delimiter restarted a walk of the header
+    /// lines to the end of the body (the square of its size, ~4×10⁷ steps). Now the work is linear: this body is
+    /// refused after a few dozen delimiters, and costs about what a plain form of the same size costs. A ratio of
+    /// the best of several runs each, not an absolute time.
+    @Test func aBodyOfDelimitersCostsWhatAPlainBodyOfItsSizeCosts() throws {
+        let hostile = "--a\r\n" + String(repeating: "X:--a\r\n", count: 9_300) + "X:--a--"
+        let value = String(repeating: "x", count: hostile.utf8.count - 60)
+        let plain = "--a\r\nContent-Disposition: form-data; name=\"msg\"\r\n\r\n\(value)\r\n--a--\r\n"
+        let refused = #expect(throws: FormError.self) {
+            try FormFields.parse(body: ByteBuffer(string: hostile), contentType: "multipart/form-data; boundary=a")
+        }
+        #expect(refused == .headersTooLong || refused == .tooManyParts)
+        let short = "--a\r\n" + String(repeating: "X:--a\r\n\r\n", count: 100) + "--a--"
+        #expect(throws: FormError.tooManyParts) {
+            try FormFields.parse(body: ByteBuffer(string: short), contentType: "multipart/form-data; boundary=a")
+        }
+        #expect(try FormFields.parse(body: ByteBuffer(string: plain), contentType: "multipart/form-data; boundary=a")["msg"]?.count == value.utf8.count)
+        func best(_ body: String) -> Duration {
+            let buffer = ByteBuffer(string: body)
+            return (0..<5).map { _ in
+                ContinuousClock().measure { _ = try? FormFields.parse(body: buffer, contentType: "multipart/form-data; boundary=a") }
+            }.min()!
+        }
+        let (hostileTime, plainTime) = (best(hostile), best(plain))
+        #expect(hostileTime < plainTime * 10, "hostile \(hostileTime), plain \(plainTime)")
+    }
+
+    /// Fewer delimiters, each followed by one long header line: each walk stops at the cap on a header block.
+    @Test func aHeaderBlockLongerThanTheCapIsRefused() {
+        let long = "--a\r\nX: " + String(repeating: "v", count: FormFields.maxHeaderBlock) + "\r\n\r\nbody\r\n--a--\r\n"
+        #expect(throws: FormError.headersTooLong) {
+            try FormFields.parse(body: ByteBuffer(string: long), contentType: "multipart/form-data; boundary=a")
+        }
+        let longName = "--a\r\n" + String(repeating: "N", count: FormFields.maxHeaderBlock) + ": v\r\n\r\nbody\r\n--a--\r\n"
+        #expect(throws: FormError.headersTooLong) {
+            try FormFields.parse(body: ByteBuffer(string: longName), contentType: "multipart/form-data; boundary=a")
+        }
+        let fits = "--a\r\nContent-Disposition: form-data; name=\"cmd\"\r\nX: " + String(repeating: "v", count: 3_000)
+            + "\r\n\r\njoin\r\n--a--\r\n"
+        #expect((try? FormFields.parse(body: ByteBuffer(string: fits), contentType: "multipart/form-data; boundary=a"))?["cmd"] == Array("join".utf8))
+    }
+
     @Test func otherContentTypesAreRefused() {
         #expect(throws: FormError.unsupportedContentType) {
             try FormFields.parse(body: ByteBuffer(string: "{}"), contentType: "application/json")
