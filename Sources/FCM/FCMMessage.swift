@@ -17,6 +17,8 @@ package struct FCMMessage: Sendable, Equatable {
 
     /// FCM's limit on the data payload.
     package static let maximumDataBytes = 4096
+    /// FCM's limit on a whole message (notification, data and android options, as serialized without the token).
+    package static let maximumMessageBytes = 4096
     /// FCM registration tokens are opaque: about 150 to 200 characters of base64url with ":" (older ones start "APA91b").
     package static let tokenLength = 100...4096
 

@@ -85,6 +85,22 @@ import Testing
         }
     }
 
+    /// FCM's 4,096 bytes hold for the whole message: an android.notification without a limit of its own went into
+    /// every Android recipient's row whatever its size.
+    @Test func anFCMMessageOverFCMsLimitIsRefusedWithItsSize() throws {
+        let big = try Self.request(
+            #"{"to": {"all": true}, "aps": {"alert": "x"}, "android": {"notification": {"body": "\#(String(repeating: "z", count: 5000))"}}}"#
+        )
+        #expect(big.android.payload == nil)
+        #expect(big.android.refusal?.field == "android.notification")
+        #expect(big.android.refusal?.reason.contains("4096") == true, "\(big.android.refusal?.reason ?? "")")
+        #expect(big.payload.json == #"{"aps":{"alert":"x"}}"#, "the iPhones' payload is not affected")
+        let fits = try Self.request(
+            #"{"to": {"all": true}, "aps": {"alert": "x"}, "android": {"notification": {"body": "\#(String(repeating: "z", count: 3900))"}}}"#
+        )
+        #expect((fits.android.payload?.utf8.count ?? 0) > 3900 && fits.android.refusal == nil)
+    }
+
     @Test func tokensListsTakeBothShapes() throws {
         let request = try Self.request(
             #"{"to": {"tokens": ["\#(Self.fcmToken)", "\#(String(repeating: "cd", count: 32))"]}, "aps": {"alert": "x"}}"#

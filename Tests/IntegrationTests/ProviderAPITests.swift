@@ -224,9 +224,17 @@ import Testing
         try await APIHarness.run { api in
             let key = try await Self.createKey(api.url)
             _ = try await Self.call(api, .post, "/v1/devices", key: key, #"{"token": "\#(Self.token(1))", "user": "alice"}"#)
+            let android = "dGhpcyBpcyBh:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx_" + String(repeating: "Q", count: 100)
+            let registered = try await Self.call(
+                api, .post, "/v1/devices", key: key, #"{"token": "\#(android)", "platform": "fcm", "user": "bob"}"#
+            )
+            #expect(registered.status == 201 || registered.status == 200, "\(registered.json)")
             let before = try await Self.snapshot(api)
             let token = Self.token(1)
             let big = String(repeating: "x", count: 4100)
+            // FCM's 4,096 bytes for the whole message: one request copied an unbounded android.notification into every
+            // Android recipient's row (a megabyte each).
+            let hugeAndroid = #"{"to": {"users": ["alice", "bob"]}, "aps": {"alert": "x"}, "android": {"notification": {"body": "\#(String(repeating: "z", count: 600_000))"}}}"#
             for (body, status, field) in [
                 ("{not json", 400, nil),
                 (#"{"aps": {"alert": "x"}}"#, 400, "to"),
@@ -238,6 +246,7 @@ import Testing
                 (#"{"to": {"users": ["alice"]}, "aps": {"badge": 2.5}}"#, 400, "aps.badge"),
                 (#"{"to": {"users": ["alice"]}, "aps": {"alert": "x"}, "priority": 3}"#, 400, "priority"),
                 (#"{"to": {"tokens": ["\#(token)"]}, "aps": {"alert": "\#(big)"}}"#, 413, "aps"),
+                (hugeAndroid, 400, "android.notification"),
             ] {
                 let refused = try await Self.call(api, .post, "/v1/notifications", key: key, body)
                 #expect(refused.status == status, "\(body.prefix(80)): \(refused.json)")
@@ -254,6 +263,23 @@ import Testing
             )
             #expect(tooLarge.status == .contentTooLarge)
             #expect(try await Self.snapshot(api) == before)
+            // The database's last line (migration 020), whatever writes: no payload larger than any push service takes.
+            for table in ["push_queue", "push_history"] {
+                let refused = await #expect(throws: (any Error).self) {
+                    try await TestDatabase.withConnection(api.url) { connection in
+                        try await connection.query(
+                            PostgresQuery(
+                                unsafeSQL: """
+                                    INSERT INTO \(table) (message_id, device_token, payload, time_sent)
+                                    VALUES (999999999, '\(token)', repeat('x', 5121), now())
+                                    """
+                            ),
+                            logger: TestDatabase.logger
+                        )
+                    }
+                }
+                #expect(String(reflecting: refused).contains("payload_size"), "\(table): \(String(reflecting: refused))")
+            }
         }
     }
 

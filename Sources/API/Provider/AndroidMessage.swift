@@ -126,7 +126,18 @@ package struct AndroidMessage: Sendable, Equatable {
         add("ttl", expiration.map { .string("\($0 == 0 ? 0 : max(0, min(28 * 86_400, $0 - Int64(now.timeIntervalSince1970))))s") })
         add("collapse_key", collapseID.map { .string($0) })
         if !options.isEmpty { message.append(JSON.Member("android", .object(options))) }
-        self.payload = JSON.object(message).serialized
+        // FCM's limit is on the whole message: unchecked, android.notification (copied into every recipient's row)
+        // could make one request write a gigabyte.
+        let payload = JSON.object(message).serialized
+        guard payload.utf8.count <= FCMMessage.maximumMessageBytes else {
+            self.payload = nil
+            self.refusal = (
+                android?.contains(where: { $0.key == "notification" }) == true ? "android.notification" : "notification",
+                "the FCM message is \(payload.utf8.count) bytes; FCM allows \(FCMMessage.maximumMessageBytes) (Android devices)"
+            )
+            return
+        }
+        self.payload = payload
         self.refusal = nil
     }
 }
