@@ -60,6 +60,7 @@ package enum APIApplication {
             appTopic: configuration.apns.topic,
             limits: configuration.limits,
             perIP: perIP,
+            failedAuth: RateLimiter(rate: configuration.limits.ratePerIP / 4, burst: configuration.limits.burstPerIP / 4),
             addressKey: { [controller] request, context in controller.addressKey(request, context) },
             metrics: apiMetrics,
             logger: logger

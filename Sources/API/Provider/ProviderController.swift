@@ -23,8 +23,15 @@ struct ProviderController: Sendable {
     let appTopic: String?
     let limits: APILimits
     let keyLimits = KeyLimits()
-    /// The per-address limiter the chat API uses, passed before the key is looked up: made-up keys cost a lookup each.
+    /// The per-address limiter the chat API uses. A request with a valid key is governed by the key's own limits
+    /// (a backend sends everything from its one address); one without a valid key is charged here.
     let perIP: RateLimiter
+    /// Failed authentications per address (a missing, malformed, unknown or revoked key, a disabled app): a stricter
+    /// bucket of its own, checked before the key is looked up, so a flood of made-up keys costs at most its rate of
+    /// database lookups per address.
+    let failedAuth: RateLimiter
+    /// Keys that authenticated lately pass ``failedAuth`` without waiting for it.
+    let knownKeys = KnownKeys()
     let addressKey: @Sendable (Request, APIRequestContext) -> String
     let metrics: APIMetrics
     let logger: Logger
@@ -74,10 +81,7 @@ struct ProviderController: Sendable {
         let start = ContinuousClock.now
         let response: Response
         do {
-            if let wait = perIP.take(addressKey(request, context)) {
-                throw ProviderError.tooManyRequests(wait, "too many requests from this address")
-            }
-            let key = try await authenticate(request)
+            let key = try await authenticateLimited(request, address: addressKey(request, context))
             guard key.allows(scope.0) else { throw ProviderError.missing(scope.0, for: scope.1) }
             let (requests, _) = keyLimits.limiters(for: key)
             if let wait = requests.take(key.name) {
@@ -94,16 +98,43 @@ struct ProviderController: Sendable {
         return response
     }
 
+    /// ``authenticate(_:)`` behind the failed-authentication bucket: an address that has spent it gets 429 before any
+    /// lookup; a failure is charged to it and to the per-address limiter; a valid key is charged to neither.
+    func authenticateLimited(_ request: Request, address: String) async throws -> ProviderStore.Key {
+        let presented = Self.presentedKey(request).map(APIKey.hash)
+        let wait = failedAuth.wait(address, for: 1)
+        guard wait == .zero || presented.map({ knownKeys.contains($0) }) == true else {
+            _ = perIP.take(address)
+            throw ProviderError.tooManyRequests(wait, "too many failed authentications from this address")
+        }
+        do {
+            let key = try await authenticate(request)
+            if let presented { knownKeys.insert(presented) }
+            return key
+        } catch let error as ProviderError where error.status == .unauthorized || error.status == .forbidden {
+            _ = failedAuth.take(address)
+            _ = perIP.take(address)
+            throw error
+        }
+    }
+
+    /// The key of `Authorization: Bearer KEY` as sent (nil: no such header, or not of that form).
+    static func presentedKey(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", parts[1].utf8.count <= 256 else { return nil }
+        return String(parts[1]).trimmingWhitespace()
+    }
+
     /// The unrevoked key named by `Authorization: Bearer KEY`, else 401.
     func authenticate(_ request: Request) async throws -> ProviderStore.Key {
-        guard let header = request.headers[.authorization] else {
+        guard request.headers[.authorization] != nil else {
             throw ProviderError(.unauthorized, .unauthorized, "an API key is required: Authorization: Bearer KEY")
         }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", parts[1].utf8.count <= 256 else {
+        guard let presented = Self.presentedKey(request) else {
             throw ProviderError(.unauthorized, .unauthorized, "the Authorization header must be: Bearer KEY")
         }
-        let hash = APIKey.hash(String(parts[1]).trimmingWhitespace())
+        let hash = APIKey.hash(presented)
         guard let key = try await store.key(hash: hash) else {
             throw ProviderError(.unauthorized, .unauthorized, "unknown or revoked API key")
         }
