@@ -152,7 +152,9 @@ struct APIController: Sendable {
             }
             metrics.queued(result.queued)
             if result.messageID == nil {
-                store.logger.info("Message from a device that is in no room: nothing queued", metadata: ["api.udid": "\(udid)"])
+                // The udid is the device's only credential in the chat API: never at info.
+                store.logger.info("Message from a device that is in no room: nothing queued")
+                store.logger.debug("Message from a device that is in no room", metadata: ["api.udid": "\(udid)"])
             }
         case .fetch(let udid, let since):
             let messages = try await store.fetch(udid: udid, since: since)

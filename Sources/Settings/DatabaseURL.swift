@@ -9,9 +9,11 @@ package import Support
 /// - `sslmode`: `disable` (plain TCP); `allow` and `prefer` (the default) use TLS when the server offers it, and
 ///   `require` insists on it, all three without verifying the server's certificate (a stock Debian PostgreSQL has
 ///   `ssl = on` with a self-signed "snakeoil" certificate); `verify-ca` verifies the chain, and `verify-full` also
-///   the host name, against `sslrootcert`.
-/// - `sslrootcert`: a PEM file of trusted roots for `verify-ca`/`verify-full`; without it (or with `system`) the
-///   system's roots.
+///   the host name, against `sslrootcert`. As libpq does, `require` with a root file verifies the chain (as
+///   `verify-ca`).
+/// - `sslrootcert`: a PEM file of trusted roots; `system` (or none, with `verify-full` only) the system's roots.
+///   `verify-ca` needs a file: the system's roots with no host check would trust any host that any public CA
+///   certified (libpq refuses `verify-ca` with `system` too).
 /// - `host`: a directory holding PostgreSQL's Unix socket, which then replaces the TCP host.
 package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     package enum TLSMode: String, Sendable, CaseIterable {
@@ -79,6 +81,12 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
                 throw invalid("unknown parameter '\(item.name)'")
             }
         }
+        if tlsMode == .verifyCA && rootCertificateFile == nil {
+            throw invalid(
+                "sslmode=verify-ca needs sslrootcert=FILE (the CA that signed the server's certificate): with the system's "
+                    + "roots and no host name check any publicly certified host would pass; or use verify-full"
+            )
+        }
         let host = components.host ?? ""
         guard !host.isEmpty || socketDirectory != nil else { throw invalid("no host") }
         let port = components.port ?? 5432
@@ -91,6 +99,16 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         self.tlsMode = tlsMode
         self.rootCertificateFile = rootCertificateFile
         self.socketDirectory = socketDirectory
+    }
+
+    /// Why this URL does not authenticate the server, for a warning in production: anything weaker than
+    /// `verify-full` to a host that is not this machine (a Unix socket and loopback are). Nil when it does.
+    package var tlsWeakness: String? {
+        guard socketDirectory == nil, tlsMode != .verifyFull else { return nil }
+        let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host.lowercased()) || host.hasPrefix("127.")
+        guard !loopback else { return nil }
+        return "sslmode=\(tlsMode.rawValue) to a remote host does not check the server is \(host) "
+            + "(a machine in the path can read the password and every row): use sslmode=verify-full&sslrootcert=FILE"
     }
 
     /// The same server and credentials with another database name (tests and tools create databases).
@@ -128,7 +146,9 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         guard tlsMode != .disable else { return nil }
         var tls = TLSConfiguration.makeClientConfiguration()
         switch tlsMode {
-        case .disable, .allow, .prefer, .require: tls.certificateVerification = .none
+        case .disable, .allow, .prefer: tls.certificateVerification = .none
+        // libpq: "if a root CA file exists, the behavior of sslmode=require will be the same as that of verify-ca".
+        case .require: tls.certificateVerification = rootCertificateFile == nil ? .none : .noHostnameVerification
         case .verifyCA: tls.certificateVerification = .noHostnameVerification
         case .verifyFull: tls.certificateVerification = .fullVerification
         }

@@ -24,6 +24,11 @@ package struct ProcessOptions: ParsableArguments, Sendable {
             file: configuration.logFilePath(process: process),
             format: configuration.logFormat
         )
+        if configuration.mode == .production {
+            for url in [configuration.databaseURL] + (configuration.databaseListenURL.map { [$0] } ?? []) {
+                if let weakness = url.tlsWeakness { logger.warning("\(url): \(weakness)") }
+            }
+        }
         return (configuration, logger)
     }
 

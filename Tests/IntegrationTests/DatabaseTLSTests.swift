@@ -51,7 +51,11 @@ import Testing
     @Test func verifyingAgainstOtherRootsRefusesTheConnection() async throws {
         _ = try Self.caFile()
         let otherCA = TestCertificates.path("ca.pem")
-        for query in ["sslmode=verify-full&sslrootcert=\(otherCA)", "sslmode=verify-ca&sslrootcert=\(otherCA)", "sslmode=verify-full"] {
+        // require with a root file verifies the chain, as libpq does.
+        for query in [
+            "sslmode=verify-full&sslrootcert=\(otherCA)", "sslmode=verify-ca&sslrootcert=\(otherCA)", "sslmode=verify-full",
+            "sslmode=require&sslrootcert=\(otherCA)",
+        ] {
             let error = await #expect(throws: DatabaseError.self, "\(query)") { try await Self.encrypted(try Self.url(query)) }
             #expect(error?.description.contains("CERTIFICATE_VERIFY_FAILED") == true, "\(query): \(String(describing: error))")
         }

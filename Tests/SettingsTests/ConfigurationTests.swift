@@ -184,12 +184,27 @@ import Testing
             ("require", .require, CertificateVerification.none), ("verify-ca", .verifyCA, .noHostnameVerification),
             ("verify-full", .verifyFull, .fullVerification),
         ]
+        let root = NSTemporaryDirectory() + "pushchat-root-\(UUID().uuidString).pem"
+        try Data("not checked here".utf8).write(to: URL(fileURLWithPath: root))
+        defer { try? FileManager.default.removeItem(atPath: root) }
         for (text, mode, verification) in modes {
-            let url = try DatabaseURL(parsing: "postgres://u@h/d?sslmode=\(text)")
+            let url = try DatabaseURL(parsing: "postgres://u@h/d?sslmode=\(text)" + (mode == .verifyCA ? "&sslrootcert=\(root)" : ""))
             #expect(url.tlsMode == mode)
             #expect(url.tlsConfiguration?.certificateVerification == verification, "sslmode=\(text)")
         }
         #expect(try DatabaseURL(parsing: "postgres://u@h/d").tlsConfiguration?.certificateVerification == CertificateVerification.none)
+        // libpq: require with a root file verifies the chain; verify-ca without one (or with system) is refused.
+        let requireWithRoot = try DatabaseURL(parsing: "postgres://u@h/d?sslmode=require&sslrootcert=\(root)")
+        #expect(requireWithRoot.tlsConfiguration?.certificateVerification == .noHostnameVerification)
+        for query in ["sslmode=verify-ca", "sslmode=verify-ca&sslrootcert=system"] {
+            let error = #expect(throws: ConfigurationError.self) { try DatabaseURL(parsing: "postgres://u@h/d?\(query)") }
+            #expect(error?.reason.contains("sslrootcert") == true, "\(query)")
+        }
+        // In production, anything weaker than verify-full to another machine is warned about.
+        #expect(try DatabaseURL(parsing: "postgres://u@db.example/d?sslmode=require").tlsWeakness?.contains("verify-full") == true)
+        #expect(try DatabaseURL(parsing: "postgres://u@db.example/d?sslmode=verify-full").tlsWeakness == nil)
+        #expect(try DatabaseURL(parsing: "postgres://u@127.0.0.1/d?sslmode=require").tlsWeakness == nil)
+        #expect(try DatabaseURL(parsing: "postgres://u@localhost/d?host=/run/postgresql").tlsWeakness == nil)
     }
 
     @Test func sslRootCertIsReadAtStartAndKeptInTheConnectionString() throws {

@@ -90,11 +90,25 @@ final class AccessTokens: Sendable {
         request.body = .bytes(ByteBuffer(string: OAuthAssertion.requestBody(assertion: assertion)))
         let response = try await client.execute(request, timeout: .seconds(10))
         let body = try await response.body.collect(upTo: 64 * 1024)
-        guard response.status == .ok, let token = AccessToken(body: Array(buffer: body), now: Date()) else {
-            let text = String(buffer: body).prefix(200)
-            throw AccessTokenError(reason: "the token URI answered \(response.status.code): \(text)")
+        guard response.status == .ok else {
+            throw AccessTokenError(reason: "the token URI answered \(response.status.code): \(Self.errorText(Array(buffer: body)))")
+        }
+        guard let token = AccessToken(body: Array(buffer: body), now: Date()) else {
+            // Never the body: a 200 that does not parse may still hold the token.
+            throw AccessTokenError(reason: "the token URI answered 200 with \(body.readableBytes) bytes that are not a token")
         }
         return token
+    }
+}
+
+extension AccessTokens {
+    /// What an error answer says, for the log: OAuth's `error` and `error_description` when it has them (Google's
+    /// `invalid_grant`, …), else its first 200 bytes (an error answer carries no token).
+    static func errorText(_ body: [UInt8]) -> String {
+        if let json = try? JSON.parse(body), let error = json["error"]?.stringValue {
+            return [error, json["error_description"]?.stringValue].compactMap { $0 }.joined(separator: ": ")
+        }
+        return String(decoding: body.prefix(200), as: UTF8.self)
     }
 }
 

@@ -52,6 +52,8 @@ package struct FCMTransport: Sendable {
     func makeTokenClient() -> HTTPClient {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(10))
+        // The assertion goes to the service account's token URI and nowhere else.
+        configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
     }
 }
