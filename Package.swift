@@ -193,7 +193,9 @@ let package = Package(
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Support", logging, nioSSL], swiftSettings: swiftSettings),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "APNsTransport", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, crypto],
+            dependencies: [
+                "APNs", "APNsTransport", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, nioTLS, crypto,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "Support", cryptoExtras], swiftSettings: swiftSettings),

@@ -37,9 +37,17 @@ package struct HTTP2FrameReader {
     package static let maxFrameSize = 16_384
     static let frameHeaderSize = 9
 
+    /// The largest header block taken (HEADERS with its CONTINUATIONs, as encoded): an answer's headers are a status,
+    /// an apns-id and perhaps a retry-after. Past it the connection ends (the CONTINUATION flood, CVE-2024-27316 and
+    /// its relatives, would otherwise grow the block without limit).
+    package static let maxHeaderBlock = 16_384
+    /// The most frames one header block may take (empty CONTINUATIONs cost the peer 9 bytes each).
+    package static let maxHeaderBlockFrames = 16
+
     private var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
-    /// A header block still waiting for CONTINUATION frames: its stream, END_STREAM, and the fragments so far.
-    private var partial: (streamID: HTTP2StreamID, endStream: Bool, block: ByteBuffer)?
+    /// A header block still waiting for CONTINUATION frames: its stream, END_STREAM, the fragments so far and how
+    /// many frames they came in.
+    private var partial: (streamID: HTTP2StreamID, endStream: Bool, block: ByteBuffer, frames: Int)?
 
     package init() {}
 
@@ -87,17 +95,24 @@ package struct HTTP2FrameReader {
                 payload.moveReaderIndex(forwardBy: 5)
             }
             if flags & 0x4 == 0 {
-                partial = (streamID, flags & 0x1 != 0, payload)
+                partial = (streamID, flags & 0x1 != 0, payload, 1)
                 return nil
             }
             return .headers(streamID, try decode(&payload), endStream: flags & 0x1 != 0)
         case 0x9:  // CONTINUATION
-            guard var (_, endStream, block) = partial else {
+            guard var (_, endStream, block, frames) = partial else {
                 throw HTTP2ConnectionError(.protocolError, "CONTINUATION without a header block")
+            }
+            frames += 1
+            guard block.readableBytes + payload.readableBytes <= Self.maxHeaderBlock else {
+                throw HTTP2ConnectionError(.enhanceYourCalm, "a header block over \(Self.maxHeaderBlock) bytes on stream \(streamID)")
+            }
+            guard frames <= Self.maxHeaderBlockFrames else {
+                throw HTTP2ConnectionError(.enhanceYourCalm, "a header block in over \(Self.maxHeaderBlockFrames) frames on stream \(streamID)")
             }
             block.writeImmutableBuffer(payload)
             guard flags & 0x4 != 0 else {
-                partial = (streamID, endStream, block)
+                partial = (streamID, endStream, block, frames)
                 return nil
             }
             partial = nil

@@ -17,27 +17,33 @@ package struct HTTP2SendWindow {
     private struct Waiting {
         let streamID: HTTP2StreamID
         var body: ByteBuffer
-        var window: Int
     }
 
     /// Bodies (or their rest) waiting for window, oldest first.
     private var waiting: [Waiting] = []
+    /// The send window of every open stream (kept after its body went, so that a WINDOW_UPDATE that overflows it is
+    /// seen); dropped when the stream ends.
+    private var streams: [HTTP2StreamID: Int] = [:]
 
     package init() {}
 
     /// Bodies waiting for a WINDOW_UPDATE.
     package var waitingCount: Int { waiting.count }
+    /// Open streams this window keeps.
+    package var openCount: Int { streams.count }
 
     /// A stream's whole body, right after its HEADERS: the DATA frames to write now (the last ends the stream); the
     /// rest waits for window.
     package mutating func send(_ streamID: HTTP2StreamID, _ body: ByteBuffer, to buffer: inout ByteBuffer) {
-        var item = Waiting(streamID: streamID, body: body, window: initialStream)
+        var item = Waiting(streamID: streamID, body: body)
+        streams[streamID] = initialStream
         if waiting.isEmpty, write(&item, to: &buffer) { return }
         waiting.append(item)
     }
 
-    /// A WINDOW_UPDATE: writes what it lets through. Throws when it overflows a window (a connection error for the
-    /// connection's window; a stream's is treated the same, as its stream is this client's to reset).
+    /// A WINDOW_UPDATE: writes what it lets through. Throws FLOW_CONTROL_ERROR when it takes a window past 2^31 − 1
+    /// (RFC 9113 §6.9.1: a connection error for the connection's window; a stream's is treated the same, as the
+    /// peer that sends it is broken or hostile). An update for a stream that has ended is ignored (§6.9).
     package mutating func windowUpdate(
         _ streamID: HTTP2StreamID,
         increment: Int,
@@ -48,10 +54,15 @@ package struct HTTP2SendWindow {
             guard connection <= HTTP2ConnectionWindow.maximumSize else {
                 throw HTTP2ConnectionError(.flowControlError, "the connection's send window past 2^31 - 1")
             }
-        } else {
-            for index in waiting.indices where waiting[index].streamID == streamID { waiting[index].window += increment }
+            flush(to: &buffer)
+        } else if let window = streams[streamID] {
+            guard window + increment <= HTTP2ConnectionWindow.maximumSize else {
+                throw HTTP2ConnectionError(.flowControlError, "the send window of stream \(streamID) past 2^31 - 1")
+            }
+            streams[streamID] = window + increment
+            // Only a stream at the head of the line can be held back by its own window.
+            if waiting.first?.streamID == streamID { flush(to: &buffer) }
         }
-        flush(to: &buffer)
     }
 
     /// SETTINGS: SETTINGS_INITIAL_WINDOW_SIZE changes every stream's window by the difference (§6.9.2);
@@ -68,7 +79,10 @@ package struct HTTP2SendWindow {
                 }
                 let delta = Int(value) - initialStream
                 initialStream = Int(value)
-                for index in waiting.indices { waiting[index].window += delta }
+                if delta > 0, let widest = streams.values.max(), widest + delta > HTTP2ConnectionWindow.maximumSize {
+                    throw HTTP2ConnectionError(.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE takes a stream's window past 2^31 - 1")
+                }
+                if delta != 0 { for id in streams.keys { streams[id]! += delta } }
             case 0x5:
                 guard (1 << 14)...((1 << 24) - 1) ~= value else {
                     throw HTTP2ConnectionError(.protocolError, "SETTINGS_MAX_FRAME_SIZE of \(value)")
@@ -83,6 +97,7 @@ package struct HTTP2SendWindow {
 
     /// A stream that ended early (reset, timed out, answered): what it still had to send is dropped.
     package mutating func drop(_ streamID: HTTP2StreamID) {
+        streams[streamID] = nil
         guard !waiting.isEmpty else { return }
         waiting.removeAll { $0.streamID == streamID }
     }
@@ -101,14 +116,16 @@ package struct HTTP2SendWindow {
 
     /// Writes as much of `item`'s body as the windows allow; true when all of it went (its last frame ends the stream).
     private mutating func write(_ item: inout Waiting, to buffer: inout ByteBuffer) -> Bool {
+        var window = streams[item.streamID] ?? 0
+        defer { streams[item.streamID] = window }
         repeat {
-            let size = max(0, min(item.body.readableBytes, maxFrameSize, connection, item.window))
+            let size = max(0, min(item.body.readableBytes, maxFrameSize, connection, window))
             guard size > 0 || item.body.readableBytes == 0 else { return false }
             let chunk = item.body.readSlice(length: size)!
             let last = item.body.readableBytes == 0
             HTTP2FrameWriter.data(item.streamID, chunk, endStream: last, to: &buffer)
             connection -= size
-            item.window -= size
+            window -= size
             if last { return true }
         } while true
     }

@@ -23,6 +23,9 @@ package struct HTTP2StreamStateMachine {
     package static let defaultLastStreamID = Int(Int32.max)
 
     private var streams: [HTTP2StreamID: Stream] = [:]
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS: no limit until its SETTINGS say (RFC 9113 §6.5.2). The worker
+    /// keeps below it; this holds whatever the worker does (a lowered limit it has not heard of yet).
+    private(set) var maxConcurrentStreams = Int.max
     private var nextStreamID = 1
     private let lastStreamID: Int
     private var goingAway = false
@@ -62,7 +65,9 @@ package struct HTTP2StreamStateMachine {
         guard !finished else { return .refused }
         guard !goingAway else { return .write([], unanswered: requests, reason: "the connection is going away", retired: false) }
         let deadline = now + requestTimeout
-        let room = max(0, (lastStreamID - nextStreamID) / 2 + 1)
+        let ids = max(0, (lastStreamID - nextStreamID) / 2 + 1)
+        let concurrent = max(0, maxConcurrentStreams - streams.count)
+        let room = min(ids, concurrent)
         var written: [(HTTP2StreamID, HTTP2Request)] = []
         written.reserveCapacity(min(room, requests.count))
         for request in requests.prefix(room) {
@@ -74,8 +79,16 @@ package struct HTTP2StreamStateMachine {
         let left = Array(requests.dropFirst(written.count))
         let retired = nextStreamID > lastStreamID
         if retired { goingAway = true }
-        return .write(written, unanswered: left, reason: "the connection's stream ids are used up", retired: retired)
+        let reason =
+            !left.isEmpty && concurrent < ids
+            ? "over the server's SETTINGS_MAX_CONCURRENT_STREAMS (\(maxConcurrentStreams))"
+            : "the connection's stream ids are used up"
+        return .write(written, unanswered: left, reason: reason, retired: retired)
     }
+
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS. Streams already open above a lowered limit stay open (§5.1.2);
+    /// no new one opens until they are below it.
+    package mutating func maxConcurrentStreams(_ value: Int) { maxConcurrentStreams = max(0, value) }
 
     // MARK: Reading
 

@@ -6,6 +6,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import NIOTLS
 import Settings
 import Support
 
@@ -20,6 +21,14 @@ import Support
 package final class HTTP2ClientHandler: ChannelInboundHandler {
     package typealias InboundIn = ByteBuffer
     package typealias OutboundOut = ByteBuffer
+
+    /// Whether the connection speaks HTTP/2 only once TLS has negotiated `h2` over ALPN (true behind TLS; the
+    /// in-memory tests have no TLS). Until then nothing is written; without `h2` the connection ends and no request
+    /// was sent.
+    private let requiresALPN: Bool
+    /// What was written before the preface could go (requests the worker sent during the TLS handshake).
+    private var held: ByteBuffer?
+    private var controlBudget = HTTP2ControlBudget()
 
     /// Each stream's receive window, as this client announces it (answers are small; this is never the limit).
     package static let streamWindow = 1 << 20
@@ -45,8 +54,10 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
         events: AsyncStream<HTTP2Event>.Continuation,
         requestTimeout: TimeAmount,
         pingInterval: TimeAmount = .seconds(30),
-        lastStreamID: Int = HTTP2StreamStateMachine.defaultLastStreamID
+        lastStreamID: Int = HTTP2StreamStateMachine.defaultLastStreamID,
+        requiresALPN: Bool = false
     ) {
+        self.requiresALPN = requiresALPN
         self.events = events
         self.state = HTTP2StreamStateMachine(requestTimeout: requestTimeout, pingInterval: pingInterval, lastStreamID: lastStreamID)
     }
@@ -57,7 +68,7 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
         timer = context.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
             loopBound.value.tick()
         }
-        if context.channel.isActive { sendPreface(context) }
+        if context.channel.isActive && !requiresALPN { sendPreface(context) }
     }
 
     package func handlerRemoved(context: ChannelHandlerContext) {
@@ -66,8 +77,19 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 
     package func channelActive(context: ChannelHandlerContext) {
-        sendPreface(context)
+        if !requiresALPN { sendPreface(context) }
         context.fireChannelActive()
+    }
+
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if requiresALPN, case TLSUserEvent.handshakeCompleted(let negotiated) = event {
+            if negotiated == "h2" {
+                sendPreface(context)
+            } else {
+                fail("the server did not choose HTTP/2 over ALPN (it chose \(negotiated ?? "nothing")): nothing was sent")
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     private func sendPreface(_ context: ChannelHandlerContext) {
@@ -76,7 +98,23 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
         var buffer = context.channel.allocator.buffer(capacity: 64)
         HTTP2FrameWriter.preface(initialWindowSize: Self.streamWindow, connectionWindow: receiveWindow.target, to: &buffer)
         receiveRemaining = receiveWindow.target
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        if var held {
+            self.held = nil
+            buffer.writeBuffer(&held)
+        }
+        write(buffer, context)
+    }
+
+    /// Ends the connection in order: GOAWAY(NO_ERROR) says no stream of the server's was processed and no new one
+    /// will open (RFC 9113 §6.8), then the connection closes.
+    package func close() {
+        guard let context else { return }
+        if prefaceSent && context.channel.isActive {
+            var buffer = context.channel.allocator.buffer(capacity: 17)
+            HTTP2FrameWriter.goAway(lastStreamID: .rootStream, .noError, to: &buffer)
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        }
+        context.close(promise: nil)
     }
 
     /// Writes the requests as new streams (on the event loop), in one buffer; false when the connection has ended
@@ -111,6 +149,11 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
     /// A write that fails leaves the connection unusable: it is closed, and every request still waiting on it comes
     /// back unanswered.
     private func write(_ buffer: ByteBuffer, _ context: ChannelHandlerContext) {
+        guard prefaceSent else {
+            var buffer = buffer
+            if held == nil { held = buffer } else { held!.writeBuffer(&buffer) }
+            return
+        }
         let promise = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         promise.futureResult.whenFailure { error in
@@ -156,6 +199,9 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
             }
         case .data(let streamID, let bytes, let endStream, let flowControlled):
             receiveRemaining -= flowControlled
+            guard receiveRemaining >= 0 else {
+                throw HTTP2ConnectionError(.flowControlError, "DATA past the connection's receive window")
+            }
             if let increment = receiveWindow.increment(remaining: receiveRemaining) {
                 HTTP2FrameWriter.windowUpdate(.rootStream, increment: increment, to: &replies)
                 receiveRemaining += increment
@@ -173,10 +219,13 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
             if !requests.isEmpty { report(.unanswered(requests, "\(said) before these streams were processed")) }
             report(.goingAway(said))
         case .settings(let settings):
+            try spendControlBudget("SETTINGS")
             for (parameter, value) in settings {
                 switch parameter {
                 case 0x1: encoder.setPeerTableSize(Int(value))
-                case 0x3: report(.maxStreams(Int(value)))
+                case 0x3:
+                    state.maxConcurrentStreams(Int(value))
+                    report(.maxStreams(Int(value)))
                 default: break
                 }
             }
@@ -187,9 +236,19 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
         case .ping(_, ack: true):
             state.pingAnswered()
         case .ping(let data, ack: false):
+            try spendControlBudget("PING")
             HTTP2FrameWriter.ping(data, ack: true, to: &replies)
         case .windowUpdate(let streamID, let increment):
             try sendWindow.windowUpdate(streamID, increment: increment, to: &replies)
+        }
+    }
+
+    private func spendControlBudget(_ frame: String) throws(HTTP2ConnectionError) {
+        guard controlBudget.spend(now: .now()) else {
+            throw HTTP2ConnectionError(
+                .enhanceYourCalm,
+                "a flood of \(frame) frames (more than \(HTTP2ControlBudget.burst) at once or \(HTTP2ControlBudget.perSecond) a second)"
+            )
         }
     }
 

@@ -34,7 +34,12 @@ package struct HTTP2Connector: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let serverName = host.first?.isNumber == true || host.contains(":") ? nil : host
                     try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverName))
-                    try channel.pipeline.syncOperations.addHandler(HTTP2ClientHandler(events: continuation, requestTimeout: timeout))
+                    // No reading while our own writes cannot leave (a server that floods frames needing replies, and
+                    // reads nothing, would otherwise grow the outbound buffer without limit).
+                    try channel.pipeline.syncOperations.addHandler(BackPressureHandler())
+                    try channel.pipeline.syncOperations.addHandler(
+                        HTTP2ClientHandler(events: continuation, requestTimeout: timeout, requiresALPN: true)
+                    )
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)

@@ -45,6 +45,26 @@ import Testing
         #expect(headers.first(name: "apns-id") == "50757368-4368-8000-8000-00000000002a")
     }
 
+    /// The CONTINUATION flood (CVE-2024-27316 and relatives): a header block that never ends grew without limit.
+    /// Now the connection ends once the block passes 16 KiB or 16 frames, whatever follows: a million frames are
+    /// offered, read one at a time, and the reader stops within the first few.
+    @Test(arguments: [1024, 0])
+    func aHeaderBlockThatNeverEndsEndsTheConnection(fragment: Int) {
+        var reader = HTTP2FrameReader()
+        var buffer = ByteBuffer(bytes: Self.frame(type: 0x1, stream: 1, Array(repeating: 0x40, count: fragment)))
+        let continuation = Self.frame(type: 0x9, stream: 1, Array(repeating: 0x40, count: fragment))
+        var read = 0
+        let error = #expect(throws: HTTP2ConnectionError.self) {
+            for _ in 0..<1_000_000 {
+                buffer.writeBytes(continuation)
+                _ = try reader.next(from: &buffer)
+                read += 1
+            }
+        }
+        #expect(error?.code == .enhanceYourCalm)
+        #expect(read <= HTTP2FrameReader.maxHeaderBlockFrames, "stopped after \(read) CONTINUATIONs")
+    }
+
     @Test func paddingAndPriorityAreSkippedAndUnknownFramesIgnored() throws {
         let block = try Self.block([":status": "200"])
         let body = Array("{\"reason\":\"BadDeviceToken\"}".utf8)

@@ -68,4 +68,31 @@ import Testing
         #expect(throws: HTTP2ConnectionError.self) { try window.settings([(0x5, 100)], to: &out) }
         #expect(throws: HTTP2ConnectionError.self) { try window.settings([(0x4, UInt32(1) << 31)], to: &out) }
     }
+
+    /// A stream's window past 2^31 − 1 was accepted when its body had gone (only waiting bodies were looked at):
+    /// every open stream's window is kept, and its overflow is FLOW_CONTROL_ERROR, by a WINDOW_UPDATE or by a raised
+    /// SETTINGS_INITIAL_WINDOW_SIZE (RFC 9113 §6.9.1, §6.9.2). An update for a stream that ended is ignored.
+    @Test func aStreamWindowPastTheLimitIsAFlowControlError() throws {
+        var window = HTTP2SendWindow()
+        var out = ByteBuffer()
+        window.send(1, ByteBuffer(repeating: 1, count: 10), to: &out)
+        #expect(window.waitingCount == 0 && window.openCount == 1, "the body went; the stream stays open")
+        try window.windowUpdate(1, increment: 1_000, to: &out)
+        let error = #expect(throws: HTTP2ConnectionError.self) {
+            try window.windowUpdate(1, increment: Int(Int32.max) - 60_000, to: &out)
+        }
+        #expect(error?.code == .flowControlError)
+
+        var raised = HTTP2SendWindow()
+        raised.send(1, ByteBuffer(repeating: 1, count: 10), to: &out)
+        try raised.windowUpdate(1, increment: Int(Int32.max) - 65_535, to: &out)
+        let settings = #expect(throws: HTTP2ConnectionError.self) { try raised.settings([(0x4, 70_000)], to: &out) }
+        #expect(settings?.code == .flowControlError)
+
+        var ended = HTTP2SendWindow()
+        ended.send(1, ByteBuffer(repeating: 1, count: 10), to: &out)
+        ended.drop(1)
+        #expect(ended.openCount == 0)
+        try ended.windowUpdate(1, increment: Int(Int32.max), to: &out)
+    }
 }

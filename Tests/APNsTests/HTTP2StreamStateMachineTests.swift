@@ -47,6 +47,26 @@ import Testing
         #expect(result3 == nil, "a stream we never opened answers nothing")
     }
 
+    /// SETTINGS_MAX_CONCURRENT_STREAMS was only passed up to the worker: a lowered limit it had not heard of yet was
+    /// exceeded. Now no stream opens past it; what does not fit comes back unanswered, to be sent again.
+    @Test func theServersStreamLimitIsObeyedWhateverIsOffered() throws {
+        var machine = Self.machine()
+        machine.maxConcurrentStreams(2)
+        let first = try #require(Self.written(machine.send(try Self.requests(1...5), now: Self.start)))
+        #expect(first.ids == [1, 3] && first.unanswered == [3, 4, 5])
+        #expect(machine.inFlight == 2)
+        _ = machine.headers(1, status: 200, endStream: true)
+        let second = try #require(Self.written(machine.send(try Self.requests(3...4), now: Self.start)))
+        #expect(second.ids == [5] && second.unanswered == [4], "one stream ended, one opens")
+        machine.maxConcurrentStreams(0)
+        _ = machine.headers(3, status: 200, endStream: true)
+        let none = try #require(Self.written(machine.send(try Self.requests(4...4), now: Self.start)))
+        #expect(none.ids.isEmpty && none.unanswered == [4])
+        if case .write(_, _, let reason, _) = machine.send(try Self.requests(4...4), now: Self.start) {
+            #expect(reason.contains("MAX_CONCURRENT_STREAMS"))
+        }
+    }
+
     @Test func goAwayInTheMiddleOfAWindowGivesBackOnlyTheUnprocessedStreams() throws {
         var machine = Self.machine()
         _ = machine.send(try Self.requests(1...6), now: Self.start)  // streams 1, 3, 5, 7, 9, 11

@@ -56,5 +56,10 @@ struct HTTP2Link: DestinationLink {
         return (try? await handler.eventLoop.submit { handler.value.send(requests) }.get()) == true
     }
 
-    func close() async { try? await channel.close() }
+    /// GOAWAY(NO_ERROR), then the connection closes.
+    func close() async {
+        let handler = self.handler
+        try? await handler.eventLoop.submit { handler.value.close() }.get()
+        try? await channel.closeFuture.get()
+    }
 }
