@@ -180,7 +180,7 @@ let package = Package(
         // libFuzzer entry points for the parsers of untrusted bytes (scripts/fuzz.sh); a corpus replayer otherwise.
         .executableTarget(
             name: "Fuzz",
-            dependencies: ["API", "APNs", "FCM", "Settings", "Support", nioCore, nioHTTP2],
+            dependencies: ["API", "APNs", "APNsTransport", "FCM", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2],
             swiftSettings: swiftSettings
         ),
         // Pure unit tests, one target per library; integration tests (PostgreSQL, sockets, executables) apart.

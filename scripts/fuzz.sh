@@ -9,6 +9,8 @@
 #   fcm         FCM's answers (error bodies, Retry-After), the token endpoint's answers, service-account files
 #   http2       what an HTTP/2 server sends the push daemon: frames in two reads, header blocks, SETTINGS and
 #               WINDOW_UPDATE applied to request bodies waiting for window
+#   http2client the whole HTTP/2 client handler with three requests in flight: whatever the server's bytes, no trap,
+#               and every request reported once (answered or unanswered)
 #
 #   ./scripts/fuzz.sh [SECONDS]        each target for SECONDS (default 60)
 #
@@ -23,7 +25,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 seed=${PUSHCHAT_FUZZ_SEED:-$((RANDOM * 32768 + RANDOM + 1))}
 runs=${PUSHCHAT_FUZZ_RUNS:--1}
-read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider fcm http2}"
+read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider fcm http2 http2client}"
 out="$PWD/.local/test-output/fuzz"
 mkdir -p "$out"
 

@@ -1,8 +1,10 @@
 import API
 import APNs
+import APNsTransport
 import FCM
 import Foundation
 import NIOCore
+import NIOEmbedded
 import NIOHTTP2
 import Settings
 import Support
@@ -11,12 +13,12 @@ import Support
 /// binary frame decoder (what the simulator reads from providers) and the gateway's error responses, and feedback
 /// tuples, the provider API's JSON bodies, what Google sends (FCM's answers, the token endpoint's, service-account
 /// files), and what an HTTP/2 server sends the push daemon (frames, header blocks, SETTINGS and WINDOW_UPDATE applied
-/// to request bodies waiting for window). `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
+/// to request bodies waiting for window, and the whole client handler with requests in flight). `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
 ///
 /// Built with libFuzzer by `scripts/fuzz.sh` (`--sanitize fuzzer --sanitize address`, `-D FUZZING`); built normally it
 /// is `pushchat-fuzz`, a replayer, which runs every file of a corpus through the same code (what CI and the tests run).
 enum FuzzTarget: String, CaseIterable {
-    case forms, multipart, binary, feedback, provider, fcm, http2
+    case forms, multipart, binary, feedback, provider, fcm, http2, http2client
 
     static var selected: FuzzTarget {
         FuzzTarget(rawValue: ProcessInfo.processInfo.environment["PUSHCHAT_FUZZ"] ?? "") ?? .forms
@@ -93,7 +95,66 @@ enum FuzzTarget: String, CaseIterable {
             } catch {
                 return
             }
+        case .http2client:
+            HTTP2ClientFuzz.run(bytes)
         }
+    }
+}
+
+/// The whole HTTP/2 client handler against a server's bytes: three requests in flight (one with a body larger than
+/// the default window), the bytes in two reads (split where the first byte says), a timer tick, then the end of the
+/// connection. Whatever the bytes, no trap, and every request comes back once (answered or unanswered).
+enum HTTP2ClientFuzz {
+    static let requests: [HTTP2Request] = (1...3).map { id in
+        let notification = QueuedNotification(
+            messageID: Int64(id),
+            deviceToken: String(repeating: "ab", count: 32),
+            payload: #"{"aps":{"alert":"hi"}}"#
+        )
+        let http2 = try! HTTP2Notification(notification, topic: "com.example.PushChat", defaultPriority: 10, defaultExpiry: 0, now: Date())
+        return HTTP2Request(
+            notification: notification,
+            headers: HTTP2Request.headerBlock(http2, authority: "api.push.apple.com", authorization: nil),
+            // The second body is larger than the default window: it waits for WINDOW_UPDATE.
+            body: id == 2 ? ByteBuffer(repeating: 0x78, count: 70_000) : ByteBuffer(string: notification.payload),
+            tokenGeneration: 0
+        )
+    }
+
+    static func run(_ bytes: UnsafeRawBufferPointer) {
+        let (events, continuation) = AsyncStream.makeStream(of: HTTP2Event.self)
+        let handler = HTTP2ClientHandler(events: continuation, requestTimeout: .seconds(10))
+        let channel = EmbeddedChannel(handler: handler)
+        _ = try? channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        precondition(handler.send(requests), "a new connection takes requests")
+        let split = min(Int(bytes.first ?? 0), bytes.count)
+        if channel.isActive { channel.pipeline.fireChannelRead(ByteBuffer(bytes: bytes.prefix(split))) }
+        if channel.isActive { channel.pipeline.fireChannelRead(ByteBuffer(bytes: bytes.dropFirst(split))) }
+        if channel.isActive { channel.pipeline.fireChannelReadComplete() }
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(300))
+        _ = try? channel.finish()
+        // Every request once: the stream is finished, so counting it ends.
+        let counted = Counter()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            for await event in events {
+                switch event {
+                case .answered(let answers): counted.add(answers.map(\.request.notification.messageID))
+                case .unanswered(let requests, _), .timedOut(let requests, _): counted.add(requests.map(\.notification.messageID))
+                default: break
+                }
+            }
+            done.signal()
+        }
+        done.wait()
+        precondition(counted.ids.sorted() == [1, 2, 3], "requests reported \(counted.ids), not each once")
+    }
+
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var values: [Int64] = []
+        func add(_ ids: [Int64]) { lock.withLock { values += ids } }
+        var ids: [Int64] { lock.withLock { values } }
     }
 }
 
