@@ -139,6 +139,9 @@ package struct ProviderStore: Sendable {
             package let reason: String
         }
 
+        /// The request named its tokens (`to.tokens`): its failures' tokens are the caller's own.
+        package var namedTokens = false
+
         /// Where a notification stands.
         package enum State: String, Sendable {
             /// A broadcast whose rows are still being queued.
@@ -346,8 +349,9 @@ package struct ProviderStore: Sendable {
             ), go AS (
                 SELECT (SELECT ok FROM within) AND (\(notification.idempotencyKey)::text IS NULL OR EXISTS (SELECT 1 FROM idem)) AS ok
             ), note AS (
-                INSERT INTO notifications (id, key_name, app, recipients, push_type)
-                SELECT \(notification.id), \(notification.keyName), \(app), (SELECT n FROM counted), \(notification.pushType)
+                INSERT INTO notifications (id, key_name, app, recipients, push_type, named_tokens)
+                SELECT \(notification.id), \(notification.keyName), \(app), (SELECT n FROM counted), \(notification.pushType),
+                       \(kind) = 'tokens'
                 WHERE (SELECT ok FROM go)
                 RETURNING 1
             ), queued AS (
@@ -383,7 +387,7 @@ package struct ProviderStore: Sendable {
         let canceled = Self.canceledStatus
         let counts = try await database.query(
             """
-            SELECT n.recipients, n.expanded_at IS NOT NULL, n.canceled_at IS NOT NULL, count(q.message_id),
+            SELECT n.recipients, n.expanded_at IS NOT NULL, n.canceled_at IS NOT NULL, n.named_tokens, count(q.message_id),
                    count(q.message_id) FILTER (WHERE q.time_sent IS NOT NULL),
                    count(q.message_id) FILTER (WHERE q.time_failed IS NOT NULL AND q.last_status IS DISTINCT FROM \(canceled)),
                    count(q.message_id) FILTER (WHERE q.time_failed IS NOT NULL AND q.last_status = \(canceled)),
@@ -395,8 +399,8 @@ package struct ProviderStore: Sendable {
             logger: logger
         )
         var found: Status?
-        for (recipients, expandedAll, wasCanceled, queued, sent, failed, canceledRows, pending) in try counts.decode(
-            (Int32, Bool, Bool, Int64, Int64, Int64, Int64, Int64).self
+        for (recipients, expandedAll, wasCanceled, namedTokens, queued, sent, failed, canceledRows, pending) in try counts.decode(
+            (Int32, Bool, Bool, Bool, Int64, Int64, Int64, Int64, Int64).self
         ) {
             let state: Status.State =
                 if wasCanceled { .canceled } else if !expandedAll { .expanding } else if pending > 0 { .sending } else { .done }
@@ -411,6 +415,7 @@ package struct ProviderStore: Sendable {
                 pending: Int(pending),
                 failures: []
             )
+            found?.namedTokens = namedTokens
         }
         guard var status = found else { return nil }
         if status.failed > 0 {

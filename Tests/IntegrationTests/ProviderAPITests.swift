@@ -449,6 +449,48 @@ import Testing
         }
     }
 
+    /// send + status read other users' device tokens through a notification's failures, and a cancel answered the
+    /// status without the status scope. A failure's token is listed only when the request named it or the key may
+    /// read devices; a cancel without the status scope is 204.
+    @Test func failuresListOnlyTokensTheKeyMayKnowAndACancelAnswersOnlyWhatItsScopesRead() async throws {
+        try await APIHarness.run { api in
+            let sender = try await Self.createKey(api.url, name: "sender", scopes: KeyScope.defaults)
+            let reader = try await Self.createKey(api.url, name: "reader")
+            let canceler = try await Self.createKey(api.url, name: "canceler", scopes: [.send])
+            #expect(try await Self.call(api, .post, "/v1/devices", key: reader, #"{"token": "\#(Self.token(7))", "user": "ann"}"#).status == 201)
+            func failedStatus(_ key: String, _ body: String) async throws -> [[String: Any]] {
+                let sent = try await Self.call(api, .post, "/v1/notifications", key: key, body)
+                let id = try #require(sent.json["id"] as? String, "\(sent.json)")
+                try await TestDatabase.admin(
+                    api.url,
+                    "UPDATE push_queue SET time_failed = now(), last_status = '410', last_error = 'Unregistered' WHERE notification_id = '\(id)'"
+                )
+                let status = try await Self.call(api, .get, "/v1/notifications/\(id)", key: key)
+                #expect(status.status == 200)
+                return status.json["failures"] as? [[String: Any]] ?? []
+            }
+            let toUsers = try await failedStatus(sender, #"{"to": {"users": ["ann"]}, "aps": {"alert": "x"}}"#)
+            #expect(toUsers.count == 1 && toUsers.first?["token"] == nil, "ann's token is not the sender's to know: \(toUsers)")
+            #expect(toUsers.first?["reason"] as? String == "Unregistered")
+            let named = try await failedStatus(sender, #"{"to": {"tokens": ["\#(Self.token(7))"]}, "aps": {"alert": "x"}}"#)
+            #expect(named.first?["token"] as? String == Self.token(7), "the caller named it")
+            let byReader = try await failedStatus(reader, #"{"to": {"users": ["ann"]}, "aps": {"alert": "x"}}"#)
+            #expect(byReader.first?["token"] as? String == Self.token(7), "devices:read")
+
+            let queued = try await Self.call(api, .post, "/v1/notifications", key: canceler, #"{"to": {"users": ["ann"]}, "aps": {"alert": "y"}}"#)
+            let id = try #require(queued.json["id"] as? String)
+            let canceled = try await Self.call(api, .delete, "/v1/notifications/\(id)", key: canceler)
+            #expect(canceled.status == 204 && canceled.json.isEmpty, "no status body without the status scope")
+            #expect(
+                try await TestDatabase.scalar(
+                    api.url, "SELECT count(*) FROM push_deliveries WHERE notification_id = \(UUID(uuidString: id)!) AND status = 'failed'",
+                    as: Int64.self
+                ) == 1,
+                "the cancellation happened"
+            )
+        }
+    }
+
     /// A key does what its scopes allow and nothing more: no listing, no broadcast, no other key's status by default;
     /// a topic outside the app's is refused. Every refusal writes nothing.
     @Test func keysDoOnlyWhatTheirScopesAllow() async throws {

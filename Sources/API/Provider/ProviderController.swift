@@ -340,7 +340,8 @@ struct ProviderController: Sendable {
         else {
             throw ProviderError(.notFound, .notFound, "no notification with this id", field: "id")
         }
-        return Self.json(.ok, StatusJSON(status))
+        // A failure's token is another user's device unless the caller named it (to.tokens) or may read devices.
+        return Self.json(.ok, StatusJSON(status, showTokens: status.namedTokens || key.allows(.devicesRead)))
     }
 
     /// Cancels a notification of this key: a broadcast stops expanding and its rows no connection holds are failed as
@@ -355,6 +356,8 @@ struct ProviderController: Sendable {
             "Notification canceled",
             metadata: ["api.key": "\(key.name)", "notification.id": "\(uuid)", "notification.canceled": "\(rows)"]
         )
+        // The status body is what the status scope reads: without it, the cancellation alone.
+        guard key.allows(.status) else { return Response(status: .noContent) }
         return try await status(id, key: key)
     }
 
@@ -441,7 +444,8 @@ struct ProviderController: Sendable {
 
     struct StatusJSON: Encodable {
         struct Failure: Encodable {
-            let token: String
+            /// Left out where the key may not see it (``ProviderController/status(_:key:)``).
+            let token: String?
             let status: String?
             let reason: String
         }
@@ -456,7 +460,7 @@ struct ProviderController: Sendable {
         let pending: Int
         let failures: [Failure]
 
-        init(_ status: ProviderStore.Status) {
+        init(_ status: ProviderStore.Status, showTokens: Bool) {
             id = status.id.uuidString.lowercased()
             state = status.state.rawValue
             recipients = status.recipients
@@ -465,7 +469,7 @@ struct ProviderController: Sendable {
             failed = status.failed
             canceled = status.canceled
             pending = status.pending
-            failures = status.failures.map { Failure(token: $0.token, status: $0.status, reason: $0.reason) }
+            failures = status.failures.map { Failure(token: showTokens ? $0.token : nil, status: $0.status, reason: $0.reason) }
         }
     }
 }
