@@ -43,6 +43,10 @@ package struct HTTP2Notification: Sendable, Equatable {
         guard !rowTopic.isEmpty, rowTopic.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw UnsendableReason(description: "topic is not printable ASCII without spaces")
         }
+        // A row written by a compromised or older API cannot borrow the credentials for another app of the team.
+        if let own = notification.topic, !PushType.topic(own, belongsTo: topic) {
+            throw UnsendableReason(description: "topic \(own) is not this app's (\(topic), or it with one of Apple's suffixes)")
+        }
         var headers: [(String, String)] = [
             ("apns-topic", rowTopic),
             ("apns-push-type", pushType.rawValue),

@@ -39,6 +39,15 @@ package enum PushType: String, CaseIterable, Sendable {
         topicSuffix.isEmpty || bundleID.hasSuffix(topicSuffix) ? bundleID : bundleID + topicSuffix
     }
 
+    /// Every topic suffix Apple uses (VoIP, complications, file provider, location, PTT, live activities).
+    package static let topicSuffixes = allCases.map(\.topicSuffix).filter { !$0.isEmpty }
+
+    /// Whether `topic` is the app's: its bundle id, or that with one of Apple's suffixes. A token key signs for every
+    /// app of its team, so a topic is the only thing that keeps one app's rows to that app.
+    package static func topic(_ topic: String, belongsTo bundleID: String) -> Bool {
+        topic == bundleID || (topic.hasPrefix(bundleID) && topicSuffixes.contains { topic.utf8.count == bundleID.utf8.count + $0.utf8.count && topic.hasSuffix($0) })
+    }
+
     /// Every value, sorted, for error messages.
     package static var names: String { allCases.map(\.rawValue).sorted().joined(separator: ", ") }
 }

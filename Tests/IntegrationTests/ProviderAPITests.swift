@@ -159,8 +159,17 @@ import Testing
         }
     }
 
+    /// The API as configured with the app's bundle id (`apns_topic`), which a request's `topic` is checked against.
+    static func runWithTopic(_ body: @escaping @Sendable (APIHarness) async throws -> Void) async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            var configuration = APIHarness.configuration(url: TestDatabase.service(url))
+            configuration.apns.topic = "com.example.PushChat"
+            try await APIHarness.run(configuration: configuration, ownerURL: url, body)
+        }
+    }
+
     @Test func notificationsReachEveryKindOfTargetEachTokenOnce() async throws {
-        try await APIHarness.run { api in
+        try await Self.runWithTopic { api in
             let key = try await Self.createKey(api.url)
             for (token, user) in [(1, "alice"), (2, "alice"), (3, "bob")] {
                 _ = try await Self.call(api, .post, "/v1/devices", key: key, #"{"token": "\#(Self.token(token))", "user": "\#(user)"}"#)
@@ -205,7 +214,7 @@ import Testing
                 .post,
                 "/v1/notifications",
                 key: key,
-                #"{"to": {"tokens": ["\#(Self.token(7))"]}, "aps": {"content-available": 1}, "expiration": 0, "collapse_id": "sync", "topic": "com.example.other"}"#
+                #"{"to": {"tokens": ["\#(Self.token(7))"]}, "aps": {"content-available": 1}, "expiration": 0, "collapse_id": "sync", "topic": "com.example.PushChat"}"#
             )
             #expect(options.status == 202)
             let row = try await TestDatabase.scalar(
@@ -216,7 +225,7 @@ import Testing
                 """,
                 as: String.self
             )
-            #expect(row == "background 5 0 sync com.example.other")
+            #expect(row == "background 5 0 sync com.example.PushChat")
         }
     }
 
@@ -247,6 +256,8 @@ import Testing
                 (#"{"to": {"users": ["alice"]}, "aps": {"alert": "x"}, "priority": 3}"#, 400, "priority"),
                 (#"{"to": {"tokens": ["\#(token)"]}, "aps": {"alert": "\#(big)"}}"#, 413, "aps"),
                 (hugeAndroid, 400, "android.notification"),
+                // No bundle id known to this API (no apns_topic): a topic could name any app of the team.
+                (#"{"to": {"users": ["alice"]}, "aps": {"alert": "x"}, "topic": "com.example.PushChat"}"#, 400, "topic"),
             ] {
                 let refused = try await Self.call(api, .post, "/v1/notifications", key: key, body)
                 #expect(refused.status == status, "\(body.prefix(80)): \(refused.json)")

@@ -225,11 +225,20 @@ struct ProviderController: Sendable {
             break
         }
         // The key's app's bundle id (the configuration's apns_topic for the default app as migrated).
-        if let topic = checked.topic, let bundleID = key.bundleID ?? appTopic, !Self.topic(topic, belongsTo: bundleID) {
-            throw ProviderError.invalid(
-                "topic",
-                "topic must be \(bundleID) or it with one of Apple's suffixes (\(Self.topicSuffixes.joined(separator: ", ")))"
-            )
+        if let topic = checked.topic {
+            // No bundle id known (no apns_topic in the API's environment): a topic could name any app of the team.
+            guard let bundleID = key.bundleID ?? appTopic else {
+                throw ProviderError.invalid(
+                    "topic",
+                    "topic cannot be checked: the API knows no bundle id for app \(key.app) (set PUSHCHAT_APNS_TOPIC for the API); leave topic out"
+                )
+            }
+            guard PushType.topic(topic, belongsTo: bundleID) else {
+                throw ProviderError.invalid(
+                    "topic",
+                    "topic must be \(bundleID) or it with one of Apple's suffixes (\(PushType.topicSuffixes.joined(separator: ", ")))"
+                )
+            }
         }
         let idempotencyKey = try request.headers[Self.idempotencyHeader].map { value throws(ProviderError) in
             guard !value.isEmpty, value.utf8.count <= 255, value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
@@ -359,15 +368,6 @@ struct ProviderController: Sendable {
         // The status body is what the status scope reads: without it, the cancellation alone.
         guard key.allows(.status) else { return Response(status: .noContent) }
         return try await status(id, key: key)
-    }
-
-    /// Apple's topic suffixes for the push types that use one (VoIP, complications, file provider, location, PTT).
-    static let topicSuffixes = [
-        ".voip", ".complication", ".pushkit.fileprovider", ".location-query", ".voip-ptt", ".push-type.liveactivity",
-    ]
-
-    static func topic(_ topic: String, belongsTo app: String) -> Bool {
-        topic == app || topicSuffixes.contains { topic == app + $0 }
     }
 
     // MARK: answers
