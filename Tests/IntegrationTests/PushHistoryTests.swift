@@ -44,7 +44,8 @@ import Testing
                     try await TestDatabase.withConnection(url) { connection in
                         let applied = try await Migrator(connection: connection, migrations: all, logger: TestDatabase.logger)
                             .migrate(contract: true)
-                        #expect(applied.map(\.version) == [PushHistory.contractVersion])
+                        #expect(applied.map(\.version) == all.map(\.version).filter { $0 >= PushHistory.contractVersion })
+                        #expect(applied.first?.version == PushHistory.contractVersion)
                     }
                     // The daemon asks again every third of its lease (3 s here).
                     try await Task.sleep(for: .milliseconds(2_500))
