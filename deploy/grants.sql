@@ -18,6 +18,9 @@ GRANT SELECT ON apps TO pushchat;
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON apps FROM pushchat;
 GRANT SELECT ON schema_migrations TO pushchat;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO pushchat;
--- Tables and sequences later migrations create get the same rights.
-ALTER DEFAULT PRIVILEGES FOR ROLE pushchat_owner IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO pushchat;
+-- Tables later migrations create can be read at once; writing them takes a line above, in the release that needs it
+-- (the upgrade runs this file after migrate): a later table holding secrets is never writable by default.
+-- (REVOKE: earlier versions of this file gave every future table INSERT, UPDATE and DELETE by default.)
+ALTER DEFAULT PRIVILEGES FOR ROLE pushchat_owner IN SCHEMA public REVOKE INSERT, UPDATE, DELETE ON TABLES FROM pushchat;
+ALTER DEFAULT PRIVILEGES FOR ROLE pushchat_owner IN SCHEMA public GRANT SELECT ON TABLES TO pushchat;
 ALTER DEFAULT PRIVILEGES FOR ROLE pushchat_owner IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO pushchat;

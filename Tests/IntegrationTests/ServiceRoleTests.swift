@@ -34,6 +34,13 @@ import Testing
             }
             // What it may do, it does: the rows the join wrote.
             #expect(try await TestDatabase.scalar(service, "SELECT count(*) FROM active_users", as: Int64.self) == 1)
+            // A table a later migration creates: readable by default, never writable until grants.sql says so.
+            try await TestDatabase.admin(api.url, "CREATE TABLE later_secrets (x int)")
+            try await TestDatabase.admin(api.url, "INSERT INTO later_secrets VALUES (1)")
+            #expect(try await TestDatabase.scalar(service, "SELECT count(*) FROM later_secrets", as: Int64.self) == 1)
+            for statement in ["INSERT INTO later_secrets VALUES (2)", "UPDATE later_secrets SET x = 3", "DELETE FROM later_secrets"] {
+                await #expect(throws: PSQLError.self, "\(statement)") { try await TestDatabase.admin(service, statement) }
+            }
         }
     }
 }
