@@ -16,6 +16,8 @@ package struct ProviderStore: Sendable {
         package var appDisabled = false
         /// The app's bundle id (nil: the configuration's `apns_topic`, for the default app as migrated).
         package var bundleID: String? = nil
+        /// The app's APNs interface, which bounds its payloads (nil: the configuration's, for the default app).
+        package var transport: APNsTransport? = nil
         package let requestsPerMinute: Int
         package let recipientsPerMinute: Int
         /// What it may do.
@@ -187,19 +189,21 @@ package struct ProviderStore: Sendable {
     package func key(hash: String) async throws -> Key? {
         let rows = try await database.query(
             """
-            SELECT k.name, k.requests_per_minute, k.recipients_per_minute, k.scopes, k.app, a.disabled_at IS NOT NULL, a.bundle_id
+            SELECT k.name, k.requests_per_minute, k.recipients_per_minute, k.scopes, k.app, a.disabled_at IS NOT NULL, a.bundle_id,
+                   a.transport
             FROM api_keys k JOIN apps a ON a.name = k.app WHERE k.key_hash = \(hash) AND k.revoked_at IS NULL
             """,
             logger: logger
         )
-        for (name, requests, recipients, scopes, app, disabled, bundleID) in try rows.decode(
-            (String, Int32, Int32, [String], String, Bool, String?).self
+        for (name, requests, recipients, scopes, app, disabled, bundleID, transport) in try rows.decode(
+            (String, Int32, Int32, [String], String, Bool, String?, String?).self
         ) {
             return Key(
                 name: name,
                 app: app,
                 appDisabled: disabled,
                 bundleID: bundleID,
+                transport: transport.flatMap(APNsTransport.init(rawValue:)),
                 requestsPerMinute: Int(requests),
                 recipientsPerMinute: Int(recipients),
                 scopes: KeyScope.parse(scopes)

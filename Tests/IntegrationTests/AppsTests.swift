@@ -161,6 +161,23 @@ import Testing
         #expect(added)
     }
 
+    /// Each app's payloads are bounded by its own interface: the default app's (binary here, 2 KB) was applied to
+    /// every app, so an HTTP/2 app's 3 KB alert was refused, and a binary app's accepted on an HTTP/2 default.
+    @Test func eachAppsPayloadLimitIsItsOwnInterfaces() async throws {
+        try await APIHarness.run { api in
+            #expect(APIHarness.configuration(url: api.url).apns.transport == .binary, "development: the default app is binary")
+            try await Self.addApp(api.url, "beta", bundleID: "com.example.Beta")
+            let main = try await ProviderAPITests.createKey(api.url, name: "main")
+            let beta = try await ProviderAPITests.createKey(api.url, name: "beta-backend", app: "beta")
+            let alert = String(repeating: "a", count: 3_000)
+            let body = #"{"to": {"tokens": ["\#(ProviderAPITests.token(1))"]}, "aps": {"alert": "\#(alert)"}}"#
+            let binary = try await ProviderAPITests.call(api, .post, "/v1/notifications", key: main, body)
+            #expect(binary.status == 413, "\(binary.json)")
+            let http2 = try await ProviderAPITests.call(api, .post, "/v1/notifications", key: beta, body)
+            #expect(http2.status == 202, "\(http2.json)")
+        }
+    }
+
     /// A key sees and sends only within its app: the same token registered in another app is another device (the
     /// first app's stays as it was), another app's device is 404, `all` reaches only its app's devices (the chat users
     /// belong to the default app), a topic must be its app's bundle id, and a disabled app's key is refused with

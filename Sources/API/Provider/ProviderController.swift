@@ -17,7 +17,8 @@ struct ProviderController: Sendable {
     static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
 
     let store: ProviderStore
-    /// The daemon's interface decides the payload limit (2,048 bytes binary, 4,096 HTTP/2).
+    /// The default app's interface (the configuration's): the payload limit (2,048 bytes binary, 4,096 HTTP/2) of a key
+    /// whose app does not name its own.
     let transport: APNsTransport
     /// `apns_topic`: a notification's own topic must be it or it with one of Apple's suffixes (nil: not checked).
     let appTopic: String?
@@ -216,7 +217,8 @@ struct ProviderController: Sendable {
 
     func send(_ request: Request, key: ProviderStore.Key) async throws -> Response {
         let body = try await body(request)
-        let checked = try NotificationRequest(body: body, transport: transport)
+        // The key's app's interface bounds the payload (2 KB binary, 4 KB HTTP/2), not the default app's.
+        let checked = try NotificationRequest(body: body, transport: key.transport ?? transport)
         switch checked.target {
         case .room, .all, .udids:
             // Reaches people the caller did not name (and a room's recipient count would confirm a guessed code).
