@@ -10,7 +10,7 @@ enum ChatStatements {
         static let sql = """
             INSERT INTO active_users AS u (udid, device_token, nickname, alert_name, secret_code, ip_address, platform)
             SELECT $1, $2, $3, $4, $5, $6::inet, $8
-            WHERE $7 = 0 OR (SELECT count(*) FROM active_users WHERE secret_code = $5 AND udid <> $1) < $7
+            WHERE $7 = 0 OR pushchat_room_has_space($5, $1, $7)
             ON CONFLICT (udid) DO UPDATE SET
                 device_token = EXCLUDED.device_token, platform = EXCLUDED.platform, nickname = EXCLUDED.nickname,
                 alert_name = EXCLUDED.alert_name,

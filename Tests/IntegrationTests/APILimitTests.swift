@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import PostgresNIO
 import Testing
 
 @testable import API
@@ -128,6 +129,53 @@ import Testing
             let elsewhere = try await api.post(["cmd": "join", "udid": Device.udid(3), "token": "0", "name": "n3", "code": "other"])
             #expect(elsewhere.status == .ok)
             #expect(try await api.count("active_users") == 3)
+        }
+    }
+
+    /// The race itself, laid out: one join's transaction is open (its row not yet committed) when a second join to
+    /// the same room of one runs. The second counted the room without the first's row and got in too; now it waits
+    /// for the first to commit, and is refused.
+    @Test func aJoinWaitsForAnotherJoinToTheSameRoomToCommit() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            @Sendable func join(_ n: Int, on connection: PostgresConnection) async throws -> Int {
+                let statement = ChatStatements.Join(
+                    udid: Device.udid(n), token: "0", name: "n\(n)", code: "pair", platform: .apns, ipAddress: nil, maxRoomSize: 1
+                )
+                var rows = 0
+                for try await _ in try await connection.execute(statement, logger: TestDatabase.logger) { rows += 1 }
+                return rows
+            }
+            try await TestDatabase.withConnection(url) { first in
+                try await first.query("BEGIN", logger: TestDatabase.logger)
+                #expect(try await join(1, on: first) == 1)
+                let second = Task {
+                    try await TestDatabase.withConnection(url) { connection in
+                        try await join(2, on: connection)
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                try await first.query("COMMIT", logger: TestDatabase.logger)
+                #expect(try await second.value == 0, "the room of one is full once the first join commits")
+            }
+            #expect(try await TestDatabase.scalar(url, "SELECT count(*) FROM active_users", as: Int64.self) == 1)
+        }
+    }
+
+    /// Joins at the same moment each counted the room before the others had committed, and all got in. Now they
+    /// wait for each other per room: 30 joins at once into a room of 5 leave exactly 5 members.
+    @Test func joinsAtTheSameMomentDoNotOverfillARoom() async throws {
+        var limits = APILimits.unlimited
+        limits.maxRoomSize = 5
+        try await Self.run(limits) { api in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for n in 1...30 {
+                    group.addTask { try await api.postAlone("cmd=join&udid=\(Device.udid(n))&token=0&name=n\(n)&code=crowded").status }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 200 }.count == 5, "\(statuses)")
+            #expect(statuses.filter { $0 == 403 }.count == 25)
+            #expect(try await api.count("active_users") == 5)
         }
     }
 }
