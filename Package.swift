@@ -148,12 +148,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "PushDaemon",
-            dependencies: ["Push", "Settings", argumentParser, logging, serviceLifecycle, unixSignals],
+            dependencies: ["Push", "Settings", "Storage", argumentParser, logging, serviceLifecycle, unixSignals],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "FeedbackJob",
-            dependencies: ["Feedback", "Settings", "Support", argumentParser, logging],
+            dependencies: ["Feedback", "Settings", "Storage", "Support", argumentParser, logging],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

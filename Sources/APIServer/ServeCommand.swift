@@ -18,6 +18,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-api") {
             let (configuration, logger) = try options.start(process: "api", label: "pushchat-api")
+            try await SchemaFitCheck.require(configuration, program: "pushchat-api", logger: logger)
             logger.info(
                 "API server starting (\(configuration.mode.rawValue) mode)",
                 metadata: ["db.url": "\(configuration.databaseURL)"]

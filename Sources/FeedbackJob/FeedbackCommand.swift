@@ -3,6 +3,7 @@ import Feedback
 import Foundation
 import Logging
 import Settings
+import Storage
 import Support
 
 /// `pushchat-feedback [development|production]`: the cron-run pruning job (the tutorial's `feedback.php`).
@@ -30,6 +31,7 @@ struct FeedbackCommand: AsyncParsableCommand {
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-feedback") {
             let (configuration, logger) = try options.start(process: "feedback", label: "pushchat-feedback")
+            try await SchemaFitCheck.require(configuration, program: "pushchat-feedback", logger: logger)
             let job = try FeedbackJob(
                 configuration: configuration,
                 timeout: .milliseconds(Int64(timeout * 1000)),

@@ -3,6 +3,7 @@ import Logging
 import Push
 import ServiceLifecycle
 import Settings
+import Storage
 import UnixSignals
 
 /// `pushchat-push [development|production]`: the long-running sender (the tutorial's `push.php`).
@@ -18,6 +19,7 @@ struct PushCommand: AsyncParsableCommand {
     func run() async throws {
         try await ProcessFailure.report(program: "pushchat-push") {
             let (configuration, logger) = try options.start(process: "push", label: "pushchat-push")
+            try await SchemaFitCheck.require(configuration, program: "pushchat-push", logger: logger)
             let transport = try PushTransport.load(configuration)
             let fcm = try FCMTransport.load(configuration)
             let services = PushService.services(configuration: configuration, transport: transport, fcm: fcm, logger: logger)

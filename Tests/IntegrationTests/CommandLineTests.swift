@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 import Testing
 
 @testable import API
@@ -103,6 +104,56 @@ import Testing
             let status = try run(["migrate", "--status"], migrations: older)
             #expect(status.standardOutput.contains("\(newest)  applied "))
             #expect(status.standardOutput.contains("(no file: applied by a newer release)"))
+        }
+    }
+
+    /// A release started on a schema it does not fit ran and failed statement by statement. Now each service stops
+    /// at once with exit 78 (systemd does not restart it) naming the migrations: behind (this release's newest is not
+    /// applied) or removed (a newer release's contract migration took away what it uses).
+    @Test func theServicesRefuseASchemaThatDoesNotFit() async throws {
+        try await TestDatabase.withEmptyDatabase { url in
+            let all = try Migration.load(from: TestDatabase.migrationsDirectory)
+            let newest = try #require(all.last { !$0.isContract })
+            try await TestDatabase.withConnection(url) { connection in
+                _ = try await Migrator(
+                    connection: connection,
+                    migrations: all.filter { $0.version < newest.version },
+                    logger: TestDatabase.logger
+                ).migrate(contract: true)
+            }
+            let environment = [
+                "PUSHCHAT_DATABASE_URL": url.connectionString, "PUSHCHAT_MIGRATIONS_DIR": TestDatabase.migrationsDirectory,
+                "PUSHCHAT_APNS_GATEWAY": "127.0.0.1:1", "PUSHCHAT_APNS_FEEDBACK": "127.0.0.1:1",
+                "PUSHCHAT_APNS_CERTIFICATE": TestCertificates.path("ck.pem"), "PUSHCHAT_API_PORT": "0",
+            ]
+            /// Runs `arguments` of `name` for at most 30 s (a service that does not stop would run on).
+            func start(_ name: String, _ arguments: [String]) async throws -> (status: Int32, error: String) {
+                let process = Executable(name: name).process(arguments + ["development"], environment: environment)
+                let errors = Pipe()
+                process.standardError = errors
+                process.standardOutput = FileHandle.nullDevice
+                try process.run()
+                let deadline = ContinuousClock.now + .seconds(30)
+                while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+                if process.isRunning { process.terminate() }
+                process.waitUntilExit()
+                return (process.terminationStatus, String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+            }
+            for (name, arguments) in [("pushchat-api", ["serve"]), ("pushchat-push", []), ("pushchat-feedback", [])] {
+                let behind = try await start(name, arguments)
+                #expect(behind.status == 78, "\(name): \(behind.error)")
+                #expect(behind.error.contains("behind") && behind.error.contains(newest.fileName), "\(name): \(behind.error)")
+            }
+            try await TestDatabase.withConnection(url) { connection in
+                _ = try await Migrator(connection: connection, migrations: all, logger: TestDatabase.logger).migrate(contract: true)
+                try await connection.query(
+                    "INSERT INTO schema_migrations (version, name, checksum, contract) VALUES (999, 'from_the_future', 'x', true)",
+                    logger: TestDatabase.logger
+                )
+            }
+            let removed = try await start("pushchat-push", [])
+            #expect(removed.status == 78, "\(removed.error)")
+            #expect(removed.error.contains("does not fit") && removed.error.contains("999_from_the_future.sql"), "\(removed.error)")
         }
     }
 
