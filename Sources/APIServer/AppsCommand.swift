@@ -127,13 +127,107 @@ struct AppsCommand: AsyncParsableCommand {
         }
     }
 
+    /// What `update` changes: only the settings given; the others stay as they are.
+    struct UpdateOptions: ParsableArguments {
+        @Option(name: .customLong("bundle-id"), help: "The app's bundle id.")
+        var bundleID: String?
+        @Option(help: "Apple's environment: sandbox or production.")
+        var environment: String?
+        @Option(help: "binary (certificate only) or http2.")
+        var transport: String?
+        @Option(name: .customLong("key-file"), help: "Switch to (or change) token authentication: the .p8 key's absolute path.")
+        var keyFile: String?
+        @Option(name: .customLong("key-id"), help: "The signing key's 10-character id (default: from the file name, or as it was).")
+        var keyID: String?
+        @Option(name: .customLong("team-id"), help: "The team's 10-character id (default: as it was).")
+        var teamID: String?
+        @Option(help: "Switch to (or change) certificate authentication: the certificate and key's absolute path.")
+        var certificate: String?
+        @Option(name: .customLong("passphrase-file"), help: "The certificate key's passphrase file (absolute path).")
+        var passphraseFile: String?
+        @Option(name: .customLong("fcm-service-account"), help: "Android: the Firebase service-account file (absolute path).")
+        var fcmServiceAccount: String?
+        @Flag(name: .customLong("no-fcm-service-account"), help: "Android: remove the app's Firebase service account.")
+        var noFCMServiceAccount = false
+
+        func validate() throws {
+            let given: [Any?] = [bundleID, environment, transport, keyFile, keyID, teamID, certificate, passphraseFile, fcmServiceAccount]
+            guard given.contains(where: { $0 != nil }) || noFCMServiceAccount else {
+                throw ValidationError("give the settings to change (--bundle-id, --environment, --key-file, --certificate, …)")
+            }
+            if keyFile != nil && certificate != nil { throw ValidationError("--key-file and --certificate contradict each other; give one") }
+            if fcmServiceAccount != nil && noFCMServiceAccount {
+                throw ValidationError("--fcm-service-account and --no-fcm-service-account contradict each other")
+            }
+        }
+
+        /// `current` with the settings given changed, or the reason the result cannot work.
+        func merged(into current: App.Settings) throws -> App.Settings {
+            var settings = current
+            if let bundleID { settings.bundleID = bundleID }
+            if let environment {
+                guard let value = App.Environment(rawValue: environment) else {
+                    throw ValidationError("--environment: expected sandbox or production, got '\(environment)'")
+                }
+                settings.environment = value
+            }
+            if let transport {
+                guard let value = APNsTransport(rawValue: transport) else {
+                    throw ValidationError("--transport: expected binary or http2, got '\(transport)'")
+                }
+                settings.transport = value
+            }
+            switch (current.credentials, keyFile, certificate) {
+            case (_, let keyFile?, nil):
+                guard passphraseFile == nil else { throw ValidationError("--passphrase-file goes with --certificate, not --key-file") }
+                let named = APNsSettings.keyID(fileName: keyFile)
+                var was: (keyID: String, teamID: String)?
+                if case .token(_, let keyID, let teamID) = current.credentials { was = (keyID, teamID) }
+                guard let keyID = keyID ?? named ?? was?.keyID else {
+                    throw ValidationError("--key-id is required when the key file is not named AuthKey_<KEY ID>.p8")
+                }
+                if let named, named != keyID {
+                    throw ValidationError("--key-id \(keyID) contradicts the key file's name (\(named)); the file name is Apple's")
+                }
+                guard let teamID = teamID ?? was?.teamID else { throw ValidationError("--team-id is required to switch to --key-file") }
+                settings.credentials = .token(keyFile: keyFile, keyID: keyID, teamID: teamID)
+            case (let credentials, nil, let certificate?):
+                guard keyID == nil, teamID == nil else { throw ValidationError("--key-id and --team-id go with --key-file, not --certificate") }
+                var kept: String?
+                if case .certificate(_, let file) = credentials { kept = file }
+                settings.credentials = .certificate(path: certificate, passphraseFile: passphraseFile ?? kept)
+            case (.token(let file, let oldKey, let oldTeam), nil, nil):
+                guard passphraseFile == nil else { throw ValidationError("--passphrase-file goes with a certificate; this app signs with a key") }
+                if let keyID, let named = APNsSettings.keyID(fileName: file), named != keyID {
+                    throw ValidationError("--key-id \(keyID) contradicts the key file's name (\(named)); give --key-file too")
+                }
+                settings.credentials = .token(keyFile: file, keyID: keyID ?? oldKey, teamID: teamID ?? oldTeam)
+            case (.certificate(let path, let file), nil, nil):
+                guard keyID == nil, teamID == nil else {
+                    throw ValidationError("--key-id and --team-id go with a key; this app uses a certificate (give --key-file to switch)")
+                }
+                settings.credentials = .certificate(path: path, passphraseFile: passphraseFile ?? file)
+            case (_, _?, _?):
+                throw ValidationError("--key-file and --certificate contradict each other; give one")
+            }
+            if let fcmServiceAccount { settings.fcmServiceAccountFile = fcmServiceAccount }
+            if noFCMServiceAccount { settings.fcmServiceAccountFile = nil }
+            if let problem = settings.problem { throw ValidationError(problem) }
+            return settings
+        }
+
+        func missingFiles() -> [String] {
+            [keyFile, certificate, passphraseFile, fcmServiceAccount].compactMap { $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
+        }
+    }
+
     struct Update: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Replace an app's settings (every one, as add takes them); the push daemon reconnects with them."
+            abstract: "Change an app's settings: only those given (the rest stay); the push daemon reconnects with them."
         )
         @Argument(help: "The app's name.")
         var name: String
-        @OptionGroup var app: SettingsOptions
+        @OptionGroup var app: UpdateOptions
         @OptionGroup var options: ProcessOptions
         @OptionGroup var owner: RoleOption
 
@@ -144,17 +238,18 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await AppsCommand.save(
-                name,
-                app,
-                options,
-                owner,
-                verb: "update",
-                done: "Updated",
-                refusal: "no app named \(name); add it with apps add"
-            ) {
-                admin,
-                settings in try await admin.update(name: name, settings: settings)
+            try await QueueCommand.withConnection(options, program: "pushchat-api apps update", role: owner) { connection, logger in
+                let admin = AppAdmin(connection: connection, logger: logger)
+                guard let current = try await admin.list().first(where: { $0.name == name })?.settings else {
+                    throw Refusal(reason: "no app named \(name); add it with apps add")
+                }
+                let settings = try app.merged(into: current)
+                // Written only if the row is still what was read (another update in between is not overwritten).
+                guard try await admin.update(name: name, settings: settings, expecting: current) else {
+                    throw Refusal(reason: "app \(name) changed while this ran (or is gone); run the update again")
+                }
+                print("Updated app \(name): \(describe(settings))")
+                for file in app.missingFiles() { print("warning: \(file) does not exist here; the push daemon must be able to read it") }
             }
         }
     }

@@ -48,6 +48,27 @@ package struct AppAdmin: Sendable {
         return try await rows.collect().count > 0
     }
 
+    /// Replaces an app's settings only if they are still `current` (what an update read and merged into); false when
+    /// the app is gone or another update came in between.
+    package func update(name: String, settings: App.Settings, expecting current: App.Settings) async throws -> Bool {
+        let (row, was) = (Self.Row(settings), Self.Row(current))
+        let rows = try await connection.query(
+            """
+            UPDATE apps SET bundle_id = \(row.bundleID), environment = \(row.environment), transport = \(row.transport),
+                key_file = \(row.keyFile), key_id = \(row.keyID), team_id = \(row.teamID), certificate = \(row.certificate),
+                passphrase_file = \(row.passphraseFile), fcm_service_account_file = \(row.fcmServiceAccountFile), updated_at = now()
+            WHERE name = \(name) AND bundle_id = \(was.bundleID) AND environment = \(was.environment) AND transport = \(was.transport)
+              AND key_file IS NOT DISTINCT FROM \(was.keyFile) AND key_id IS NOT DISTINCT FROM \(was.keyID)
+              AND team_id IS NOT DISTINCT FROM \(was.teamID) AND certificate IS NOT DISTINCT FROM \(was.certificate)
+              AND passphrase_file IS NOT DISTINCT FROM \(was.passphraseFile)
+              AND fcm_service_account_file IS NOT DISTINCT FROM \(was.fcmServiceAccountFile)
+            RETURNING 1
+            """,
+            logger: logger
+        )
+        return try await rows.collect().count > 0
+    }
+
     /// Disables (or enables again) an app; false when there is none, or it already was.
     package func setDisabled(name: String, _ disabled: Bool) async throws -> Bool {
         let rows = try await connection.query(

@@ -119,6 +119,33 @@ import Testing
                 "/etc/pushchat/beta.pem",
             ])
             #expect(updated.status == 0, "\(updated.standardError)")
+            // update changes only what it is given: forgetting --fcm-service-account removed Android from the app.
+            let android = try run([
+                "apps", "add", "android", "--bundle-id", "com.example.Droid", "--environment", "sandbox", "--key-file", key,
+                "--team-id", "DEVTEAM001", "--fcm-service-account", "/etc/pushchat/droid-fcm.json",
+            ])
+            #expect(android.status == 0, "\(android.standardError)")
+            let moved = try run(["apps", "update", "android", "--environment", "production"])
+            #expect(moved.status == 0, "\(moved.standardError)")
+            #expect(
+                moved.standardOutput.contains(
+                    "com.example.Droid in production over http2 with signing key DEVKEY0001 of team DEVTEAM001, and Android devices over FCM"
+                ),
+                "\(moved.standardOutput)"
+            )
+            let team = try run(["apps", "update", "android", "--team-id", "OTHERTEAM1"])
+            #expect(team.standardOutput.contains("signing key DEVKEY0001 of team OTHERTEAM1, and Android"), "\(team.standardOutput)")
+            let noAndroid = try run(["apps", "update", "android", "--no-fcm-service-account"])
+            #expect(noAndroid.status == 0 && !noAndroid.standardOutput.contains("FCM"), "\(noAndroid.standardOutput)")
+            for (arguments, reason) in [
+                (["apps", "update", "android"], "give the settings to change"),
+                (["apps", "update", "android", "--passphrase-file", "/p"], "goes with a certificate"),
+                (["apps", "update", "android", "--fcm-service-account", "/a.json", "--no-fcm-service-account"], "contradict"),
+            ] {
+                let refused = try run(arguments)
+                #expect(refused.status != 0 && refused.standardError.contains(reason), "\(arguments): \(refused.standardError)")
+            }
+            #expect(try run(["apps", "update", "android", "--environment", "sandbox"]).status == 0)
             #expect(try run(["apps", "disable", "white-label.1"]).status == 0)
             try await TestDatabase.withConnection(url) { connection in
                 try await connection.query(
@@ -128,7 +155,7 @@ import Testing
             }
             let listed = try run(["apps", "list"])
             let lines = listed.standardOutput.split(separator: "\n").map(String.init)
-            #expect(lines.count == 4, "\(listed.standardOutput)")
+            #expect(lines.count == 5, "\(listed.standardOutput)")
             #expect(
                 lines.contains { $0 == "beta\tcom.example.Beta2\tproduction\thttp2\tcertificate /etc/pushchat/beta.pem\tenabled\t2" }
             )
