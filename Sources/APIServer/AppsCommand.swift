@@ -155,7 +155,9 @@ struct AppsCommand: AsyncParsableCommand {
             guard given.contains(where: { $0 != nil }) || noFCMServiceAccount else {
                 throw ValidationError("give the settings to change (--bundle-id, --environment, --key-file, --certificate, …)")
             }
-            if keyFile != nil && certificate != nil { throw ValidationError("--key-file and --certificate contradict each other; give one") }
+            if keyFile != nil && certificate != nil {
+                throw ValidationError("--key-file and --certificate contradict each other; give one")
+            }
             if fcmServiceAccount != nil && noFCMServiceAccount {
                 throw ValidationError("--fcm-service-account and --no-fcm-service-account contradict each other")
             }
@@ -192,12 +194,16 @@ struct AppsCommand: AsyncParsableCommand {
                 guard let teamID = teamID ?? was?.teamID else { throw ValidationError("--team-id is required to switch to --key-file") }
                 settings.credentials = .token(keyFile: keyFile, keyID: keyID, teamID: teamID)
             case (let credentials, nil, let certificate?):
-                guard keyID == nil, teamID == nil else { throw ValidationError("--key-id and --team-id go with --key-file, not --certificate") }
+                guard keyID == nil, teamID == nil else {
+                    throw ValidationError("--key-id and --team-id go with --key-file, not --certificate")
+                }
                 var kept: String?
                 if case .certificate(_, let file) = credentials { kept = file }
                 settings.credentials = .certificate(path: certificate, passphraseFile: passphraseFile ?? kept)
             case (.token(let file, let oldKey, let oldTeam), nil, nil):
-                guard passphraseFile == nil else { throw ValidationError("--passphrase-file goes with a certificate; this app signs with a key") }
+                guard passphraseFile == nil else {
+                    throw ValidationError("--passphrase-file goes with a certificate; this app signs with a key")
+                }
                 if let keyID, let named = APNsSettings.keyID(fileName: file), named != keyID {
                     throw ValidationError("--key-id \(keyID) contradicts the key file's name (\(named)); give --key-file too")
                 }
@@ -217,7 +223,9 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func missingFiles() -> [String] {
-            [keyFile, certificate, passphraseFile, fcmServiceAccount].compactMap { $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
+            [keyFile, certificate, passphraseFile, fcmServiceAccount].compactMap { $0 }.filter {
+                !FileManager.default.fileExists(atPath: $0)
+            }
         }
     }
 

@@ -108,7 +108,10 @@ package struct HTTP2FrameReader {
                 throw HTTP2ConnectionError(.enhanceYourCalm, "a header block over \(Self.maxHeaderBlock) bytes on stream \(streamID)")
             }
             guard frames <= Self.maxHeaderBlockFrames else {
-                throw HTTP2ConnectionError(.enhanceYourCalm, "a header block in over \(Self.maxHeaderBlockFrames) frames on stream \(streamID)")
+                throw HTTP2ConnectionError(
+                    .enhanceYourCalm,
+                    "a header block in over \(Self.maxHeaderBlockFrames) frames on stream \(streamID)"
+                )
             }
             block.writeImmutableBuffer(payload)
             guard flags & 0x4 != 0 else {

@@ -45,7 +45,9 @@ package enum PushType: String, CaseIterable, Sendable {
     /// Whether `topic` is the app's: its bundle id, or that with one of Apple's suffixes. A token key signs for every
     /// app of its team, so a topic is the only thing that keeps one app's rows to that app.
     package static func topic(_ topic: String, belongsTo bundleID: String) -> Bool {
-        topic == bundleID || (topic.hasPrefix(bundleID) && topicSuffixes.contains { topic.utf8.count == bundleID.utf8.count + $0.utf8.count && topic.hasSuffix($0) })
+        topic == bundleID
+            || (topic.hasPrefix(bundleID)
+                && topicSuffixes.contains { topic.utf8.count == bundleID.utf8.count + $0.utf8.count && topic.hasSuffix($0) })
     }
 
     /// Every value, sorted, for error messages.

@@ -24,7 +24,8 @@ package enum SchemaFitCheck {
         do {
             fit = try await withThrowingTaskGroup(of: Migrator.Fit?.self) { group in
                 group.addTask {
-                    try await Database.withConnection(url: configuration.databaseURL, applicationName: program, logger: logger) { connection in
+                    try await Database.withConnection(url: configuration.databaseURL, applicationName: program, logger: logger) {
+                        connection in
                         Migrator.Fit(try await Migrator(connection: connection, migrations: migrations, logger: logger).status())
                     }
                 }

@@ -108,7 +108,10 @@ import Testing
         #expect(throws: FormError.tooManyParts) {
             try FormFields.parse(body: ByteBuffer(string: short), contentType: "multipart/form-data; boundary=a")
         }
-        #expect(try FormFields.parse(body: ByteBuffer(string: plain), contentType: "multipart/form-data; boundary=a")["msg"]?.count == value.utf8.count)
+        #expect(
+            try FormFields.parse(body: ByteBuffer(string: plain), contentType: "multipart/form-data; boundary=a")["msg"]?.count
+                == value.utf8.count
+        )
         func best(_ body: String) -> Duration {
             let buffer = ByteBuffer(string: body)
             return (0..<5).map { _ in
@@ -129,9 +132,13 @@ import Testing
         #expect(throws: FormError.headersTooLong) {
             try FormFields.parse(body: ByteBuffer(string: longName), contentType: "multipart/form-data; boundary=a")
         }
-        let fits = "--a\r\nContent-Disposition: form-data; name=\"cmd\"\r\nX: " + String(repeating: "v", count: 3_000)
+        let fits =
+            "--a\r\nContent-Disposition: form-data; name=\"cmd\"\r\nX: " + String(repeating: "v", count: 3_000)
             + "\r\n\r\njoin\r\n--a--\r\n"
-        #expect((try? FormFields.parse(body: ByteBuffer(string: fits), contentType: "multipart/form-data; boundary=a"))?["cmd"] == Array("join".utf8))
+        #expect(
+            (try? FormFields.parse(body: ByteBuffer(string: fits), contentType: "multipart/form-data; boundary=a"))?["cmd"]
+                == Array("join".utf8)
+        )
     }
 
     @Test func otherContentTypesAreRefused() {

@@ -82,7 +82,10 @@ import Testing
         let request = try HTTP2Notification(row, topic: "com.example.app", defaultPriority: 10, defaultExpiry: 0, now: .now)
         #expect(request.headers.first { $0.0 == "apns-topic" }?.1 == "com.example.app.voip")
         let own = QueuedNotification(
-            messageID: 2, deviceToken: String(repeating: "ab", count: 32), payload: "{}", topic: "com.example.app.complication"
+            messageID: 2,
+            deviceToken: String(repeating: "ab", count: 32),
+            payload: "{}",
+            topic: "com.example.app.complication"
         )
         let ownRequest = try HTTP2Notification(own, topic: "com.example.app", defaultPriority: 10, defaultExpiry: 0, now: .now)
         #expect(ownRequest.headers.first { $0.0 == "apns-topic" }?.1 == "com.example.app.complication", "the row's own topic")

@@ -54,7 +54,11 @@ import Testing
             var statuses: [Int: Int] = [:]
             for n in 1...300 {
                 let answer = try await ProviderAPITests.call(
-                    api, .post, "/v1/devices", key: key, #"{"token": "\#(String(format: "%064x", n))"}"#
+                    api,
+                    .post,
+                    "/v1/devices",
+                    key: key,
+                    #"{"token": "\#(String(format: "%064x", n))"}"#
                 )
                 statuses[answer.status, default: 0] += 1
             }
@@ -139,7 +143,13 @@ import Testing
         try await TestDatabase.withFreshDatabase { url in
             @Sendable func join(_ n: Int, on connection: PostgresConnection) async throws -> Int {
                 let statement = ChatStatements.Join(
-                    udid: Device.udid(n), token: "0", name: "n\(n)", code: "pair", platform: .apns, ipAddress: nil, maxRoomSize: 1
+                    udid: Device.udid(n),
+                    token: "0",
+                    name: "n\(n)",
+                    code: "pair",
+                    platform: .apns,
+                    ipAddress: nil,
+                    maxRoomSize: 1
                 )
                 var rows = 0
                 for try await _ in try await connection.execute(statement, logger: TestDatabase.logger) { rows += 1 }

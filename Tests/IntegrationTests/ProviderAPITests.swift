@@ -235,7 +235,11 @@ import Testing
             _ = try await Self.call(api, .post, "/v1/devices", key: key, #"{"token": "\#(Self.token(1))", "user": "alice"}"#)
             let android = "dGhpcyBpcyBh:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx_" + String(repeating: "Q", count: 100)
             let registered = try await Self.call(
-                api, .post, "/v1/devices", key: key, #"{"token": "\#(android)", "platform": "fcm", "user": "bob"}"#
+                api,
+                .post,
+                "/v1/devices",
+                key: key,
+                #"{"token": "\#(android)", "platform": "fcm", "user": "bob"}"#
             )
             #expect(registered.status == 201 || registered.status == 200, "\(registered.json)")
             let before = try await Self.snapshot(api)
@@ -243,7 +247,8 @@ import Testing
             let big = String(repeating: "x", count: 4100)
             // FCM's 4,096 bytes for the whole message: one request copied an unbounded android.notification into every
             // Android recipient's row (a megabyte each).
-            let hugeAndroid = #"{"to": {"users": ["alice", "bob"]}, "aps": {"alert": "x"}, "android": {"notification": {"body": "\#(String(repeating: "z", count: 600_000))"}}}"#
+            let hugeAndroid =
+                #"{"to": {"users": ["alice", "bob"]}, "aps": {"alert": "x"}, "android": {"notification": {"body": "\#(String(repeating: "z", count: 600_000))"}}}"#
             for (body, status, field) in [
                 ("{not json", 400, nil),
                 (#"{"aps": {"alert": "x"}}"#, 400, "to"),
@@ -468,7 +473,9 @@ import Testing
             let sender = try await Self.createKey(api.url, name: "sender", scopes: KeyScope.defaults)
             let reader = try await Self.createKey(api.url, name: "reader")
             let canceler = try await Self.createKey(api.url, name: "canceler", scopes: [.send])
-            #expect(try await Self.call(api, .post, "/v1/devices", key: reader, #"{"token": "\#(Self.token(7))", "user": "ann"}"#).status == 201)
+            #expect(
+                try await Self.call(api, .post, "/v1/devices", key: reader, #"{"token": "\#(Self.token(7))", "user": "ann"}"#).status == 201
+            )
             func failedStatus(_ key: String, _ body: String) async throws -> [[String: Any]] {
                 let sent = try await Self.call(api, .post, "/v1/notifications", key: key, body)
                 let id = try #require(sent.json["id"] as? String, "\(sent.json)")
@@ -488,13 +495,20 @@ import Testing
             let byReader = try await failedStatus(reader, #"{"to": {"users": ["ann"]}, "aps": {"alert": "x"}}"#)
             #expect(byReader.first?["token"] as? String == Self.token(7), "devices:read")
 
-            let queued = try await Self.call(api, .post, "/v1/notifications", key: canceler, #"{"to": {"users": ["ann"]}, "aps": {"alert": "y"}}"#)
+            let queued = try await Self.call(
+                api,
+                .post,
+                "/v1/notifications",
+                key: canceler,
+                #"{"to": {"users": ["ann"]}, "aps": {"alert": "y"}}"#
+            )
             let id = try #require(queued.json["id"] as? String)
             let canceled = try await Self.call(api, .delete, "/v1/notifications/\(id)", key: canceler)
             #expect(canceled.status == 204 && canceled.json.isEmpty, "no status body without the status scope")
             #expect(
                 try await TestDatabase.scalar(
-                    api.url, "SELECT count(*) FROM push_deliveries WHERE notification_id = \(UUID(uuidString: id)!) AND status = 'failed'",
+                    api.url,
+                    "SELECT count(*) FROM push_deliveries WHERE notification_id = \(UUID(uuidString: id)!) AND status = 'failed'",
                     as: Int64.self
                 ) == 1,
                 "the cancellation happened"
