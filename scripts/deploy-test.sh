@@ -19,7 +19,8 @@
 #      API processes (drop-ins for their ports) and the daemon through it, chat traffic delivered once each;
 #   8. Debian's nginx with deploy/nginx-pushchat.conf in front of the API: the app's API, /v1 and /readyz through it;
 #   9. the guide's backup block, and its restore block into a second cluster: what was pending in the dump is sent;
-#  10. promtool on deploy/prometheus.yml and deploy/alerts.yml, whose metrics the programs exported during the test;
+#  10. promtool on deploy/prometheus.yml and deploy/alerts.yml, whose metrics the programs exported during the test,
+#      and the rules' unit tests (deploy/alerts-test.yml, one or more per rule);
 #  11. systemd-analyze verify on the units (required: scripts/test.sh installs Debian's systemd when missing).
 #
 # Needs root (it creates the users pushchat and pushchat-api and a PostgreSQL cluster; all are removed at the end
@@ -755,13 +756,20 @@ for pid in "${pids[@]:1}"; do kill -TERM "$pid" 2>/dev/null || true; done
 for pid in "${pids[@]:1}"; do wait "$pid" 2>/dev/null || true; done
 pids=("${pids[0]}")
 
-step "monitoring: promtool checks deploy/prometheus.yml and deploy/alerts.yml"
+step "monitoring: promtool checks deploy/prometheus.yml and deploy/alerts.yml, and runs deploy/alerts-test.yml"
 command -v promtool >/dev/null || die "promtool is missing (scripts/test.sh installs Debian's prometheus)"
 mkdir -p "$scratch/prometheus"
 cp deploy/alerts.yml "$scratch/prometheus/pushchat-alerts.yml"
 sed "s#/etc/prometheus/pushchat-alerts.yml#$scratch/prometheus/pushchat-alerts.yml#" deploy/prometheus.yml >"$scratch/prometheus/prometheus.yml"
 promtool check rules "$scratch/prometheus/pushchat-alerts.yml" >"$scratch/promtool.log" 2>&1 || die "promtool check rules: $(cat "$scratch/promtool.log")"
 promtool check config "$scratch/prometheus/prometheus.yml" >"$scratch/promtool.log" 2>&1 || die "promtool check config: $(cat "$scratch/promtool.log")"
+# The rules' unit tests (series in, alerts out), at least one per rule.
+cp deploy/alerts-test.yml "$scratch/prometheus/alerts-test.yml"
+sed -i "s#^  - alerts.yml#  - pushchat-alerts.yml#" "$scratch/prometheus/alerts-test.yml"
+promtool test rules "$scratch/prometheus/alerts-test.yml" >"$scratch/promtool.log" 2>&1 || die "promtool test rules: $(cat "$scratch/promtool.log")"
+for rule in $(grep -o 'alert: PushChat[A-Za-z]*' deploy/alerts.yml | cut -d' ' -f2); do
+    grep -q "alertname: $rule\$" deploy/alerts-test.yml || die "deploy/alerts-test.yml has no test of $rule"
+done
 # Every PushChat metric an alert reads is one the programs export (a renamed metric would silence its alert).
 # The certificate's expiry is exported with certificate authentication only (this test uses a .p8 key):
 # PushMetricsTests checks it.

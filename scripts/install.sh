@@ -47,7 +47,7 @@ done
 install -m 644 migrations/*.sql "$staging/migrations/"
 install -m 644 config/pushchat.json "$staging/config/"
 install -m 644 deploy/README.md deploy/crontab deploy/pushchat.env.example deploy/apns.env.example deploy/grants.sql \
-    deploy/prometheus.yml deploy/alerts.yml deploy/nginx-pushchat.conf deploy/pgbouncer.ini "$staging/deploy/"
+    deploy/prometheus.yml deploy/alerts.yml deploy/alerts-test.yml deploy/nginx-pushchat.conf deploy/pgbouncer.ini "$staging/deploy/"
 install -m 755 deploy/dev-certs.sh "$staging/deploy/"
 install -m 644 deploy/systemd/*.service deploy/systemd/*.timer "$staging/deploy/systemd/"
 echo "$version" >"$staging/VERSION"

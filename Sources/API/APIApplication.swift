@@ -41,6 +41,7 @@ package enum APIApplication {
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: AccessLogMiddleware())
         let apiMetrics = APIMetrics(registry: metrics)
+        apiMetrics.watchDatabase(database.health)
         let controller = APIController(
             store: ChatStore(database: database, logger: logger, app: configuration.chatApp),
             mode: configuration.mode,

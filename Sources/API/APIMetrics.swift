@@ -2,6 +2,7 @@ import Hummingbird
 import Metrics
 import NIOCore
 import Observability
+import Storage
 
 /// The API's figures: requests by command (or provider endpoint, e.g. `notifications.send`) and status, their durations, notifications queued.
 ///
@@ -36,4 +37,10 @@ struct APIMetrics: Sendable {
         if count > 0 { queuedCounter.increment(by: count) }
     }
 
+
+    /// `pushchat_database_up`: 1 while the database answers the API's probe, read at every scrape.
+    func watchDatabase(_ health: DatabaseHealth) {
+        let up = registry.gauge("pushchat.database.up")
+        registry.onScrape { up.record(health.isUp ? 1 : 0) }
+    }
 }

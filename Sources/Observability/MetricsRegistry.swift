@@ -13,6 +13,8 @@ package final class MetricsRegistry: Sendable {
     package let registry: PrometheusCollectorRegistry
     package let factory: PrometheusMetricsFactory
     private let counters = NIOLockedValueBox([String: CoreMetrics.Counter]())
+    /// Figures read at each scrape rather than kept up to date (the database's state).
+    private let collectors = NIOLockedValueBox([@Sendable () -> Void]())
 
     package init() {
         let registry = PrometheusCollectorRegistry()
@@ -25,6 +27,13 @@ package final class MetricsRegistry: Sendable {
         ]
         self.registry = registry
         self.factory = factory
+        // Which release a process runs, for dashboards and for an upgrade's progress: 1, labelled with the version.
+        gauge("pushchat.build_info", [("version", BuildInfo.version)]).record(1)
+    }
+
+    /// Runs `collect` before every scrape, to set figures read from elsewhere at that moment.
+    package func onScrape(_ collect: @escaping @Sendable () -> Void) {
+        collectors.withLockedValue { $0.append(collect) }
     }
 
     /// `pushchat.push.sent` → `pushchat_push_sent`.
@@ -58,6 +67,7 @@ package final class MetricsRegistry: Sendable {
     /// The Prometheus text exposition of everything recorded so far, with the process's memory as of now
     /// (`process_resident_memory_bytes`, `pushchat_heap_in_use_bytes`, `pushchat_heap_retained_bytes`).
     package func exposition() -> [UInt8] {
+        for collect in collectors.withLockedValue({ $0 }) { collect() }
         let memory = ProcessMemory.now()
         gauge("process.resident_memory_bytes").record(memory.resident)
         if memory.allocatorStatistics {

@@ -41,6 +41,7 @@ struct AppSenders: Sendable {
                     for name in refused.keys where wanted[name] == nil {
                         refused[name] = nil
                         context.status.appUsable(name)
+                        context.metrics.appUsable(name, nil)
                     }
                     for (name, app) in wanted.sorted(by: { $0.key < $1.key }) where running[name] == nil {
                         guard let settings = app.settings else { continue }
@@ -51,6 +52,7 @@ struct AppSenders: Sendable {
                             }
                             if refused.removeValue(forKey: name) != nil { logger.notice("App \(name): its settings can be used again") }
                             context.status.appUsable(name)
+                            context.metrics.appUsable(name, true)
                             let shutdown = ShutdownFlag(signal: context.signal)
                             running[name] = Running(updatedAt: app.updatedAt, shutdown: shutdown)
                             var appLogger = logger
@@ -86,6 +88,7 @@ struct AppSenders: Sendable {
                             }
                             refused[name] = (app.updatedAt, reason)
                             context.status.appUnusable(name, reason: reason)
+                            context.metrics.appUsable(name, false)
                         }
                     }
                 }

@@ -2,6 +2,7 @@ import Foundation
 import Metrics
 import NIOConcurrencyHelpers
 package import Observability
+import Storage
 
 /// The push daemon's figures, exported at `/metrics` on its status listener.
 ///
@@ -20,7 +21,11 @@ package import Observability
 /// | `pushchat.push.wrong_environment` | gauge | 1 while most answers are BadDeviceToken/DeviceTokenNotForTopic (status 8) |
 /// | `pushchat.app.sent{app}` | counter | notifications recorded as sent, by app |
 /// | `pushchat.app.failed{app}` | counter | notifications failed for good, by app |
-/// | `pushchat.app.pending{app}` | gauge | rows waiting, by app (sampled with the queue's depth) |
+/// | `pushchat.app.pending{app,platform}` | gauge | rows due to be sent, enabled apps only (none deferred) |
+/// | `pushchat.app.oldest_pending_age_seconds{app,platform}` | gauge | how long the oldest of those has waited |
+/// | `pushchat.app.usable{app}` | gauge | 1 while the daemon sends for the app, 0 while it refuses its files or keys |
+/// | `pushchat.database.up` | gauge | 1 while the database answers the daemon's probe, 0 while it does not |
+/// | `pushchat.build_info{version}` | gauge | 1, labelled with the release (its `VERSION` file) |
 /// | `pushchat.app.connections{app}` | gauge | gateway connections up, by app |
 /// | `pushchat.broadcast.expanded` | counter | rows this daemon queued expanding broadcasts |
 package struct PushMetrics: Sendable {
@@ -36,8 +41,6 @@ package struct PushMetrics: Sendable {
     let oldestPendingAge: Meter
     /// 1 while most recent answers say the tokens are not valid for this topic and environment.
     let wrongEnvironment: Meter
-    /// Apps whose pending gauge was ever set (set back to 0 when their rows are gone).
-    let pendingApps = NIOLockedValueBox(Set<String>())
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -81,12 +84,26 @@ package struct PushMetrics: Sendable {
         }
     }
 
-    /// Rows waiting by app; an app seen before with none waiting now reads 0.
-    func pending(byApp: [String: Int]) {
-        let apps = pendingApps.withLockedValue { seen in
-            seen.formUnion(byApp.keys)
-            return seen
+    /// `pushchat_app_usable{app}`: 1 while the daemon can send for the app, 0 while it refuses its settings (a file it
+    /// cannot read, a key that does not load); nil: the app is gone or disabled (the series reads 1, nothing to say).
+    func appUsable(_ app: String, _ usable: Bool?) {
+        registry.meter("pushchat.app.usable", [("app", app)]).set(usable == false ? 0 : 1)
+    }
+
+    /// `pushchat_database_up`, read from the probe at every scrape: the queue's gauges keep their last value while
+    /// the database is away, so an alert on them alone goes quiet exactly when it matters.
+    func watchDatabase(_ health: DatabaseHealth) {
+        let up = registry.gauge("pushchat.database.up")
+        registry.onScrape { up.record(health.isUp ? 1 : 0) }
+    }
+
+    /// Rows due by enabled app and platform, and the age of the oldest of each (the queue-late alert's figures: a
+    /// disabled app, or rows deferred after a 429 or a 503, do not make it page).
+    func pending(byLane lanes: [PushQueue.Lane]) {
+        for lane in lanes {
+            let labels = [("app", lane.app), ("platform", lane.platform)]
+            registry.meter("pushchat.app.pending", labels).set(lane.pending)
+            registry.meter("pushchat.app.oldest_pending_age_seconds", labels).set(lane.oldestAge)
         }
-        for app in apps { registry.meter("pushchat.app.pending", [("app", app)]).set(byApp[app] ?? 0) }
     }
 }

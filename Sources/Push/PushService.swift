@@ -52,6 +52,7 @@ package final class PushService: Service, Sendable {
         self.logger = logger
         self.instance = instance ?? "\(ProcessInfo.processInfo.hostName):\(getpid())"
         self.metrics = PushMetrics(registry: metrics)
+        self.metrics.watchDatabase(database.health)
         self.onStatusServerRunning = onStatusServerRunning
     }
 
@@ -278,11 +279,11 @@ package final class PushService: Service, Sendable {
     static func sampleQueue(_ context: WorkerContext) async {
         while !Task.isCancelled {
             let start = ContinuousClock.now
-            if let (count, age, byApp) = try? await context.queue.depth() {
+            if let (count, age, _) = try? await context.queue.depth() {
                 context.metrics.queueDepth.set(count)
                 context.metrics.oldestPendingAge.set(age)
-                context.metrics.pending(byApp: byApp)
             }
+            if let lanes = try? await context.queue.pendingByLane() { context.metrics.pending(byLane: lanes) }
             try? await Task.sleep(for: max(context.pollInterval, .seconds(1), start.duration(to: .now) * 20))
         }
     }

@@ -187,6 +187,35 @@ package struct PushQueue: Sendable {
         return (count, oldest, byApp)
     }
 
+    /// One app and platform's rows that are due (not deferred after a 429 or 503), for an enabled app.
+    package struct Lane: Sendable, Equatable {
+        package let app: String
+        package let platform: String
+        package let pending: Int
+        package let oldestAge: Double
+    }
+
+    /// Every enabled app's lanes (each platform, 0 when nothing is due: the series exist before the first row does).
+    package func pendingByLane() async throws -> [Lane] {
+        let rows = try await run(
+            """
+            SELECT a.name, p.platform, count(q.message_id),
+                   coalesce(extract(epoch FROM now() - min(q.time_queued)), 0)::float8
+            FROM apps a CROSS JOIN (VALUES ('apns'), ('fcm')) AS p (platform)
+            LEFT JOIN push_queue q ON q.app = a.name AND q.platform = p.platform
+                AND q.time_sent IS NULL AND q.time_failed IS NULL
+                AND NOT coalesce(q.claimed_by = 'retry-later' AND q.claimed_until > now(), false)
+            WHERE a.disabled_at IS NULL
+            GROUP BY a.name, p.platform
+            """
+        )
+        var lanes: [Lane] = []
+        for (app, platform, pending, age) in try rows.decode((String, String, Int64, Double).self) {
+            lanes.append(Lane(app: app, platform: platform, pending: Int(pending), oldestAge: age))
+        }
+        return lanes
+    }
+
     /// Claims up to `limit` pending, unclaimed rows, oldest first (from the cursor while a backlog drains): rows other
     /// than a broadcast's first, then a broadcast's (`bulk`) up to the limit, so chat keeps its latency while a broadcast
     /// drains; while a broadcast's rows wait, a tenth of the claim is kept for them (``broadcastShare(of:)``), so a steady

@@ -430,7 +430,11 @@ import Testing
                 #expect(readiness.body.contains("/nonexistent/AuthKey_DEVKEY0001.p8"), "\(readiness.body)")
                 try await harness.waitUntil("the pending rows are sampled by app") {
                     let metrics = try await LoopbackHTTP.scrape(port: port)
-                    return metrics[#"pushchat_app_pending{app="broken"}"#] == 2 && metrics[#"pushchat_app_pending{app="beta"}"#] == 0
+                    // The broken app's rows wait for its files (deferred): not late, but the app is unusable.
+                    return metrics[#"pushchat_app_usable{app="broken"}"#] == 0
+                        && metrics[#"pushchat_app_usable{app="beta"}"#] == 1
+                        && metrics[#"pushchat_app_pending{app="beta",platform="apns"}"#] == 0
+                        && metrics[#"pushchat_app_oldest_pending_age_seconds{app="beta",platform="fcm"}"#] == 0
                 }
                 let metrics = try await LoopbackHTTP.scrape(port: port)
                 for app in ["default", "beta", "legacy"] {
@@ -439,6 +443,8 @@ import Testing
                 }
                 #expect(metrics[#"pushchat_app_sent{app="broken"}"#] == nil)
                 #expect(metrics["pushchat_push_sent"] == 9)
+                #expect(metrics["pushchat_database_up"] == 1)
+                #expect(metrics[#"pushchat_build_info{version="development"}"#] == 1)
             }
             let accepted = harness.simulator.state.accepted
             let byToken = Dictionary(grouping: accepted, by: { Int($0.token, radix: 16) ?? -1 })

@@ -136,9 +136,17 @@ import Testing
                 try await harness.waitUntil("the depth is sampled") {
                     try await LoopbackHTTP.scrape(port: port)["pushchat_queue_depth"] == 5
                 }
-                let scrape = try await LoopbackHTTP.scrape(port: port)
+                var scrape = try await LoopbackHTTP.scrape(port: port)
                 #expect(scrape.number("pushchat_queue_oldest_pending_age") >= 90)
                 #expect(scrape["pushchat_gateway_connected"] == 0)
+                // By app and platform (the queue-late alert's figures): the same rows, a disabled app's left out.
+                try await harness.waitUntil("the lanes are sampled") {
+                    try await LoopbackHTTP.scrape(port: port)[#"pushchat_app_pending{app="default",platform="apns"}"#] == 5
+                }
+                scrape = try await LoopbackHTTP.scrape(port: port)
+                #expect(scrape.number(#"pushchat_app_oldest_pending_age_seconds{app="default",platform="apns"}"#) >= 90)
+                #expect(scrape[#"pushchat_app_pending{app="default",platform="fcm"}"#] == 0)
+                #expect(scrape["pushchat_database_up"] == 1)
                 let ready = try await LoopbackHTTP.get(port: port, path: "/readyz")
                 #expect(ready.status == 503)
                 #expect(ready.body.contains("not connected to the gateway"))
@@ -240,6 +248,7 @@ import Testing
                     }
                     #expect(down.status == 503)
                     #expect(down.body.contains("database unreachable"))
+                    #expect(try await LoopbackHTTP.scrape(port: port)["pushchat_database_up"] == 0, "the alerts see the outage")
                     try await proxy.start()
                     try await harness.waitUntil("ready again") {
                         try await LoopbackHTTP.get(port: port, path: "/readyz").status == 200
