@@ -126,7 +126,9 @@ struct KeysCommand: AsyncParsableCommand {
     }
 
     struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke a key: its requests get 401 from then on.")
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a key: its requests get 401 from then on, and its broadcasts under way are canceled."
+        )
         @Argument(help: "The key's name.")
         var name: String
         @OptionGroup var options: ProcessOptions
@@ -134,10 +136,14 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await QueueCommand.withConnection(options, program: "pushchat-api keys revoke", role: owner) { connection, logger in
-                guard try await KeyAdmin(connection: connection, logger: logger).revoke(name: name) else {
+                guard let canceled = try await KeyAdmin(connection: connection, logger: logger).revokeCancelingBroadcasts(name: name)
+                else {
                     throw Refusal(reason: "no unrevoked key named \(name)")
                 }
                 print("Revoked key \(name)")
+                if canceled.broadcasts > 0 {
+                    print("Canceled its \(canceled.broadcasts) broadcast(s) under way: \(canceled.rows) queued notification(s) will not be sent")
+                }
             }
         }
     }

@@ -104,9 +104,14 @@ extension ProviderStore {
             committed: true
         )
         guard stopped.count > 0 else { return .unknown }
-        // Failed where they are, or moved to push_history once rows move there (PushHistory): the statement decides.
-        let rows = try await database.query(
-            """
+        let rows = try await database.query(Self.cancelRows(of: id), logger: logger, committed: true)
+        return .canceled(rows: rows.count)
+    }
+
+    /// Fails the queued rows of notification `id` that no connection holds, as canceled: failed where they are, or
+    /// moved to push_history once rows move there (PushHistory): the statement decides. One row per row canceled.
+    static func cancelRows(of id: UUID) -> PostgresQuery {
+        """
             WITH moving AS (\(unescaped: PushHistory.activeQuery) AS yes
             ), stamped AS (
                 UPDATE push_queue SET time_failed = now(), last_status = \(Self.canceledStatus), last_error = 'canceled by the sender',
@@ -123,11 +128,7 @@ extension ProviderStore {
                 \(unescaped: PushQueue.failedInsert) RETURNING 1
             )
             SELECT 1 FROM stamped UNION ALL SELECT 1 FROM moved
-            """,
-            logger: logger,
-            committed: true
-        )
-        return .canceled(rows: rows.count)
+            """
     }
 
     /// `last_status` of a row a cancellation failed.

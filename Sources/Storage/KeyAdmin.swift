@@ -69,10 +69,44 @@ package struct KeyAdmin: Sendable {
 
     /// Revokes the key; false when there is no unrevoked key of that name.
     package func revoke(name: String) async throws -> Bool {
-        let rows = try await connection.query(
-            "UPDATE api_keys SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING 1",
-            logger: logger
-        )
-        return try await rows.collect().count > 0
+        try await revokeCancelingBroadcasts(name: name) != nil
+    }
+
+    /// Revokes the key and cancels its broadcasts still under way (a revoked key's million-device broadcast went on
+    /// expanding): they stop being expanded and their queued rows no connection holds fail as canceled. Nil when
+    /// there is no unrevoked key of that name; else the broadcasts and rows canceled.
+    package func revokeCancelingBroadcasts(name: String) async throws -> (broadcasts: Int, rows: Int)? {
+        try await connection.query("BEGIN", logger: logger)
+        do {
+            let revoked = try await connection.query(
+                "UPDATE api_keys SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING 1",
+                logger: logger
+            )
+            guard try await revoked.collect().count > 0 else {
+                try await connection.query("ROLLBACK", logger: logger)
+                return nil
+            }
+            let stopped = try await connection.query(
+                """
+                UPDATE notifications n SET canceled_at = now(), expand_phase = NULL
+                WHERE n.key_name = \(name) AND n.target_kind IS NOT NULL AND n.canceled_at IS NULL
+                  AND (n.expand_phase IS NOT NULL
+                       OR EXISTS (SELECT 1 FROM push_queue q
+                                  WHERE q.notification_id = n.id AND q.time_sent IS NULL AND q.time_failed IS NULL))
+                RETURNING n.id
+                """,
+                logger: logger
+            )
+            var (broadcasts, rows) = (0, 0)
+            for id in try await stopped.collect().map({ try $0.decode(UUID.self) }) {
+                broadcasts += 1
+                rows += try await connection.query(ProviderStore.cancelRows(of: id), logger: logger).collect().count
+            }
+            try await connection.query("COMMIT", logger: logger)
+            return (broadcasts, rows)
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
+            throw error
+        }
     }
 }

@@ -251,6 +251,39 @@ import Testing
         }
     }
 
+    /// Revoking a key left its broadcasts running (a million devices reached by a key the operator had taken away).
+    /// Now `keys revoke` cancels them as DELETE does: expansion stops and the rows no connection holds fail as
+    /// canceled; another key's broadcast and the key's notifications already done are untouched.
+    @Test func revokingAKeyCancelsItsBroadcastsUnderWay() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await Self.seedDevices(url, count: 1_000)
+            _ = try await ProviderAPITests.createKey(url, name: "backend")
+            _ = try await ProviderAPITests.createKey(url, name: "other")
+            try await TestDatabase.withDatabaseClient(url) { database in
+                let store = ProviderStore(database: database, logger: TestDatabase.logger)
+                let broadcasts = BroadcastQueue(database: database, logger: TestDatabase.logger)
+                let mine = Self.notification(.all)
+                let theirs = Self.notification(.all, keyName: "other")
+                #expect(try await store.queue(mine, maxRecipients: nil, backgroundAbove: 0) == .accepted(recipients: 1_000))
+                #expect(try await store.queue(theirs, maxRecipients: nil, backgroundAbove: 0) == .accepted(recipients: 1_000))
+                let next = try #require(try await broadcasts.next())
+                #expect(next.id == mine.id, "the older one first")
+                #expect(try await broadcasts.expand(next, limit: 300).queued == 300)
+                let canceled = try await TestDatabase.withConnection(url) { connection in
+                    try await KeyAdmin(connection: connection, logger: TestDatabase.logger).revokeCancelingBroadcasts(name: "backend")
+                }
+                #expect(canceled?.broadcasts == 1 && canceled?.rows == 300)
+                let status = try #require(try await store.status(id: mine.id, keyName: "backend"))
+                #expect(status.state == .canceled && status.canceled == 300 && status.pending == 0)
+                #expect(try await broadcasts.next()?.id == theirs.id, "only the other key's broadcast is left to expand")
+                let again = try await TestDatabase.withConnection(url) { connection in
+                    try await KeyAdmin(connection: connection, logger: TestDatabase.logger).revokeCancelingBroadcasts(name: "backend")
+                }
+                #expect(again == nil, "already revoked")
+            }
+        }
+    }
+
     /// The HTTP side: 202 at once with the count, the status as it goes, DELETE, and refusals that write nothing.
     @Test func theProviderAPIAcceptsABroadcastAndCancelsIt() async throws {
         try await TestDatabase.withFreshDatabase { url in
