@@ -15,15 +15,18 @@ struct BroadcastExpansion: Sendable {
     /// Until graceful shutdown (a batch in progress finishes: it is one statement).
     func run() async {
         var failures = 0
+        // Round-robin by app: each batch goes to the next app with a broadcast under way.
+        var previousApp = ""
         while !context.shutdown.isRequested {
             let generation = context.signal.generation
             do {
-                guard let broadcast = try await broadcasts.next() else {
+                guard let broadcast = try await broadcasts.next(after: previousApp) else {
                     failures = 0
                     await context.signal.wait(after: generation, timeout: context.pollInterval)
                     continue
                 }
                 let result = try await broadcasts.expand(broadcast, limit: Self.batch)
+                previousApp = broadcast.app
                 failures = 0
                 if !result.moved {
                     // Another daemon's batch holds the notification (or a cancellation came first): look again when

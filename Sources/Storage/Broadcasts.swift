@@ -188,12 +188,15 @@ package struct BroadcastQueue: Sendable {
         self.logger = logger
     }
 
-    /// The oldest broadcast still expanding.
-    package func next() async throws -> Broadcast? {
+    /// The next broadcast to expand a batch of, round-robin by app: the oldest of the first app (by name) after
+    /// `previousApp` that has one, wrapping around. Oldest-first across apps made one app's million-device broadcast
+    /// hold back every other app's until it was queued in full.
+    package func next(after previousApp: String = "") async throws -> Broadcast? {
         let rows = try await database.query(
             """
             SELECT id, app, target_kind, coalesce(target_list, '{}'), target_room, expand_phase, expand_cursor FROM notifications
-            WHERE expanded_at IS NULL AND canceled_at IS NULL AND expand_phase IS NOT NULL ORDER BY created_at LIMIT 1
+            WHERE expanded_at IS NULL AND canceled_at IS NULL AND expand_phase IS NOT NULL
+            ORDER BY app <= \(previousApp), app, created_at LIMIT 1
             """,
             logger: logger
         )

@@ -284,6 +284,42 @@ import Testing
         }
     }
 
+    /// Oldest-first across apps made one app's million-device broadcast hold back every other app's. Batches now go
+    /// round-robin by app: after the default app's, the next app's oldest, then back.
+    @Test func broadcastsOfSeveralAppsAreExpandedInTurn() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await AppsTests.addApp(url, "beta", bundleID: "com.example.Beta")
+            try await AppsTests.addApp(url, "zeta", bundleID: "com.example.Zeta")
+            try await TestDatabase.admin(
+                url,
+                """
+                INSERT INTO devices (app, device_token, registered_by)
+                SELECT app, lpad(to_hex(n), 64, '0'), 'seed' FROM unnest(ARRAY['default', 'beta', 'zeta']) AS app, generate_series(1, 3) n
+                """
+            )
+            try await TestDatabase.withDatabaseClient(url) { database in
+                let store = ProviderStore(database: database, logger: TestDatabase.logger)
+                let broadcasts = BroadcastQueue(database: database, logger: TestDatabase.logger)
+                var queued: [UUID: String] = [:]
+                for app in ["default", "default", "zeta", "beta"] {
+                    var notification = Self.notification(.all)
+                    notification.app = app
+                    _ = try await store.queue(notification, maxRecipients: nil, backgroundAbove: 0)
+                    queued[notification.id] = app
+                }
+                var order: [String] = []
+                var previous = "default"
+                for _ in 0..<5 {
+                    let next = try #require(try await broadcasts.next(after: previous))
+                    order.append(next.app)
+                    previous = next.app
+                }
+                #expect(order == ["zeta", "beta", "default", "zeta", "beta"], "each app in turn, whatever their ages")
+                #expect(try await broadcasts.next(after: "")?.app == "beta")
+            }
+        }
+    }
+
     /// The HTTP side: 202 at once with the count, the status as it goes, DELETE, and refusals that write nothing.
     @Test func theProviderAPIAcceptsABroadcastAndCancelsIt() async throws {
         try await TestDatabase.withFreshDatabase { url in
