@@ -360,6 +360,21 @@ import Testing
                 )
                 #expect(smallStatus.json["state"] as? String == "sending" && smallStatus.json["queued"] as? Int == 100)
 
+                // Without the broadcast scope a list of users reaches at most what is queued at once (100 here): a
+                // long list became a background broadcast with send alone.
+                let plain = try await ProviderAPITests.createKey(url, name: "plain", scopes: KeyScope.defaults)
+                let beforePlain = try await ProviderAPITests.snapshot(api)
+                let wide = try await ProviderAPITests.call(
+                    api, .post, "/v1/notifications", key: plain, #"{"to": {"users": ["user1", "user2"]}, "aps": {"alert": "hi"}}"#
+                )
+                #expect(wide.status == 403, "\(wide.json)")
+                #expect((wide.json["reason"] as? String)?.contains("broadcast") == true, "\(wide.json)")
+                #expect(try await ProviderAPITests.snapshot(api) == beforePlain, "nothing written")
+                let narrow = try await ProviderAPITests.call(
+                    api, .post, "/v1/notifications", key: plain, #"{"to": {"users": ["user1"]}, "aps": {"alert": "hi"}}"#
+                )
+                #expect(narrow.status == 202 && narrow.json["recipients"] as? Int == 100, "\(narrow.json)")
+
                 // Android devices and no message for them: refused, nothing written.
                 try await TestDatabase.withConnection(url) { connection in
                     try await connection.query(

@@ -270,13 +270,17 @@ struct ProviderController: Sendable {
             requestHash: requestHash
         )
         let (_, limiter) = keyLimits.limiters(for: key)
+        // Without the broadcast scope a request reaches at most as many devices as are queued at once: a list of
+        // 10,000 users with any number of devices each would otherwise become a background broadcast.
+        let broadcasts = key.allows(.broadcast)
+        let cap = broadcasts ? nil : limits.backgroundRecipients
         // The key's recipient budget: reserve what it holds, queue at most that many, give back what was not used.
         let outcome = try await Reservation.withReservation(nil, from: LimiterBudget(limiter: limiter, key: key.name)) { reserved in
             try await database { store in
                 try await store.queue(
                     notification,
-                    maxRecipients: limiter.isEnabled ? reserved : nil,
-                    backgroundAbove: limits.backgroundRecipients
+                    maxRecipients: [limiter.isEnabled ? reserved : nil, cap].compactMap { $0 }.min(),
+                    backgroundAbove: broadcasts ? limits.backgroundRecipients : nil
                 )
             }
         } used: { result in
@@ -298,6 +302,9 @@ struct ProviderController: Sendable {
             response.headers[.location] = "/v1/notifications/\(notification.id.uuidString.lowercased())"
             return response
         case .tooManyRecipients(let recipients):
+            if let cap, recipients > cap {
+                throw ProviderError.missing(.broadcast, for: "reach \(recipients) devices in one request (at most \(cap) without it)")
+            }
             guard recipients <= key.recipientsPerMinute else {
                 throw ProviderError(
                     .tooLarge,
