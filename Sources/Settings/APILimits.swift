@@ -21,6 +21,10 @@ package struct APILimits: Sendable {
     /// Recipients above which a provider notification to all, a room or users is accepted at once and queued in the
     /// background by the push daemons (`api_background_recipients`, 0 to 1,000,000). Default 1,000.
     package var backgroundRecipients = 1_000
+    /// Notifications one app may have waiting before the provider API refuses more for it with 429
+    /// (`api_app_max_backlog`; 0: no limit): rows queued and not yet sent or failed, and broadcast recipients not yet
+    /// expanded. Read every few seconds, not per request. Default 10,000,000: one app's flood cannot fill the disk.
+    package var appMaxBacklog = 10_000_000
     /// Notifications (recipients, not requests) one client address may queue per minute (`api_fanout_per_ip`; 0: no
     /// limit). Default 20,000: at most that many in any minute, half of it at once.
     package var fanOutPerIP: Double = 20_000
@@ -56,6 +60,7 @@ package struct APILimits: Sendable {
         limits.fanOutPerUDID = 0
         limits.maxConnectionsPerIP = 0
         limits.maxConnections = 0
+        limits.appMaxBacklog = 0
         return limits
     }
 
@@ -109,6 +114,7 @@ package struct APILimits: Sendable {
             maxJSONBodyBytes = bytes
         }
         backgroundRecipients = try Configuration.integer(.apiBackgroundRecipients, source, in: 0...1_000_000) ?? backgroundRecipients
+        appMaxBacklog = try Configuration.integer(.apiAppMaxBacklog, source, in: 0...1_000_000_000) ?? appMaxBacklog
     }
 
     private static func number(_ key: ConfigurationKey, _ source: ConfigurationSource) throws(ConfigurationError) -> Double? {

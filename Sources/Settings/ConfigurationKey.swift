@@ -18,6 +18,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case apiMaxBody = "api_max_body"
     case apiMaxJSONBody = "api_max_json_body"
     case apiBackgroundRecipients = "api_background_recipients"
+    case apiAppMaxBacklog = "api_app_max_backlog"
     case apiTestPages = "api_test_pages"
     case apiTLSCertificate = "api_tls_certificate"
     case apiTLSKey = "api_tls_key"

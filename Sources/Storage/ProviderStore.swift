@@ -292,6 +292,25 @@ package struct ProviderStore: Sendable {
         return nil
     }
 
+    /// Notifications each app has waiting: rows queued and neither sent nor failed, and the recipients of its
+    /// broadcasts not yet expanded.
+    package func backlog() async throws -> [String: Int] {
+        let rows = try await database.query(
+            """
+            SELECT app, sum(n)::int8 FROM (
+                SELECT app, count(*) AS n FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL GROUP BY app
+                UNION ALL
+                SELECT app, sum(greatest(recipients - coalesce(expanded, 0), 0)) FROM notifications
+                WHERE expanded_at IS NULL AND canceled_at IS NULL AND expand_phase IS NOT NULL GROUP BY app
+            ) waiting GROUP BY app
+            """,
+            logger: logger
+        )
+        var backlog: [String: Int] = [:]
+        for (app, count) in try rows.decode((String, Int64).self) { backlog[app] = Int(count) }
+        return backlog
+    }
+
     /// Queues the notification for its recipients (each token once). A notification to all, a room or users that counts
     /// more than `backgroundAbove` recipients is accepted for the daemons to expand in the background
     /// (``accept(_:recipients:maxRecipients:)``, ``QueueResult/accepted(recipients:)``); any other is queued at once

@@ -320,6 +320,40 @@ import Testing
         }
     }
 
+    /// Nothing capped what one app could have waiting. Past `api_app_max_backlog` (queued rows and unexpanded
+    /// broadcast recipients together) its sends get 429 with the count, nothing written; another app's go on.
+    @Test func anAppWithTooMuchWaitingGets429AndOtherAppsDoNot() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            var configuration = APIHarness.configuration(url: TestDatabase.service(url))
+            configuration.limits.backgroundRecipients = 100
+            configuration.limits.appMaxBacklog = 500
+            try await AppsTests.addApp(url, "beta", bundleID: "com.example.Beta")
+            try await Self.seedDevices(url, count: 400)
+            let key = try await ProviderAPITests.createKey(url)
+            let beta = try await ProviderAPITests.createKey(url, name: "beta-backend", app: "beta")
+            try await APIHarness.run(configuration: configuration, ownerURL: url) { api in
+                let all = #"{"to": {"all": true}, "aps": {"alert": "everyone"}}"#
+                let first = try await ProviderAPITests.call(api, .post, "/v1/notifications", key: key, all)
+                #expect(first.status == 202 && first.json["recipients"] as? Int == 400, "\(first.json)")
+                // Read again once its reading is 5 s old: 400 waiting, under 500.
+                try await Task.sleep(for: .milliseconds(5_100))
+                let second = try await ProviderAPITests.call(api, .post, "/v1/notifications", key: key, all)
+                #expect(second.status == 202, "\(second.json)")
+                try await Task.sleep(for: .milliseconds(5_100))
+                let before = try await ProviderAPITests.snapshot(api)
+                let third = try await ProviderAPITests.call(api, .post, "/v1/notifications", key: key, all)
+                #expect(third.status == 429, "\(third.json)")
+                #expect((third.json["reason"] as? String)?.contains("800 notifications waiting") == true, "\(third.json)")
+                #expect(third.headers[.retryAfter] == "60")
+                #expect(try await ProviderAPITests.snapshot(api) == before, "nothing written")
+                let other = try await ProviderAPITests.call(
+                    api, .post, "/v1/notifications", key: beta, #"{"to": {"tokens": ["\#(Self.token(1))"]}, "aps": {"alert": "x"}}"#
+                )
+                #expect(other.status == 202, "another app is not held back: \(other.json)")
+            }
+        }
+    }
+
     /// The HTTP side: 202 at once with the count, the status as it goes, DELETE, and refusals that write nothing.
     @Test func theProviderAPIAcceptsABroadcastAndCancelsIt() async throws {
         try await TestDatabase.withFreshDatabase { url in

@@ -24,6 +24,8 @@ struct ProviderController: Sendable {
     let appTopic: String?
     let limits: APILimits
     let keyLimits = KeyLimits()
+    /// What each app has waiting, against `api_app_max_backlog`.
+    let backlog = AppBacklog()
     /// The per-address limiter the chat API uses. A request with a valid key is governed by the key's own limits
     /// (a backend sends everything from its one address); one without a valid key is charged here.
     let perIP: RateLimiter
@@ -247,6 +249,16 @@ struct ProviderController: Sendable {
                 throw .invalid("Idempotency-Key", "Idempotency-Key must be 1 to 255 printable ASCII characters")
             }
             return value
+        }
+        if limits.appMaxBacklog > 0 {
+            let waiting = try await database { store in try await backlog.waiting(key.app, store: store) }
+            guard waiting < limits.appMaxBacklog else {
+                throw ProviderError.tooManyRequests(
+                    .seconds(60),
+                    "app \(key.app) has \(waiting) notifications waiting to be sent (api_app_max_backlog \(limits.appMaxBacklog)): "
+                        + "try again once they have drained"
+                )
+            }
         }
         let requestHash = DeviceToken.hex(SHA256.hash(data: body))
         if let idempotencyKey, let answer = try await replay(key: key, idempotencyKey: idempotencyKey, requestHash: requestHash) {
