@@ -37,7 +37,6 @@ struct APIMetrics: Sendable {
         if count > 0 { queuedCounter.increment(by: count) }
     }
 
-
     /// `pushchat_database_up`: 1 while the database answers the API's probe, read at every scrape.
     func watchDatabase(_ health: DatabaseHealth) {
         let up = registry.gauge("pushchat.database.up")

@@ -142,7 +142,9 @@ struct KeysCommand: AsyncParsableCommand {
                 }
                 print("Revoked key \(name)")
                 if canceled.broadcasts > 0 {
-                    print("Canceled its \(canceled.broadcasts) broadcast(s) under way: \(canceled.rows) queued notification(s) will not be sent")
+                    print(
+                        "Canceled its \(canceled.broadcasts) broadcast(s) under way: \(canceled.rows) queued notification(s) will not be sent"
+                    )
                 }
             }
         }

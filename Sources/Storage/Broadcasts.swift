@@ -112,23 +112,23 @@ extension ProviderStore {
     /// moved to push_history once rows move there (PushHistory): the statement decides. One row per row canceled.
     static func cancelRows(of id: UUID) -> PostgresQuery {
         """
-            WITH moving AS (\(unescaped: PushHistory.activeQuery) AS yes
-            ), stamped AS (
-                UPDATE push_queue SET time_failed = now(), last_status = \(Self.canceledStatus), last_error = 'canceled by the sender',
-                    claimed_until = NULL
-                WHERE notification_id = \(id) AND time_sent IS NULL AND time_failed IS NULL
-                  AND (claimed_until IS NULL OR claimed_by = 'retry-later') AND NOT (SELECT yes FROM moving)
-                RETURNING 1
-            ), done AS (
-                DELETE FROM push_queue
-                WHERE notification_id = \(id) AND time_sent IS NULL AND time_failed IS NULL
-                  AND (claimed_until IS NULL OR claimed_by = 'retry-later') AND (SELECT yes FROM moving)
-                RETURNING *, \(Self.canceledStatus)::text AS f_status, 'canceled by the sender' AS f_reason
-            ), moved AS (
-                \(unescaped: PushQueue.failedInsert) RETURNING 1
-            )
-            SELECT 1 FROM stamped UNION ALL SELECT 1 FROM moved
-            """
+        WITH moving AS (\(unescaped: PushHistory.activeQuery) AS yes
+        ), stamped AS (
+            UPDATE push_queue SET time_failed = now(), last_status = \(Self.canceledStatus), last_error = 'canceled by the sender',
+                claimed_until = NULL
+            WHERE notification_id = \(id) AND time_sent IS NULL AND time_failed IS NULL
+              AND (claimed_until IS NULL OR claimed_by = 'retry-later') AND NOT (SELECT yes FROM moving)
+            RETURNING 1
+        ), done AS (
+            DELETE FROM push_queue
+            WHERE notification_id = \(id) AND time_sent IS NULL AND time_failed IS NULL
+              AND (claimed_until IS NULL OR claimed_by = 'retry-later') AND (SELECT yes FROM moving)
+            RETURNING *, \(Self.canceledStatus)::text AS f_status, 'canceled by the sender' AS f_reason
+        ), moved AS (
+            \(unescaped: PushQueue.failedInsert) RETURNING 1
+        )
+        SELECT 1 FROM stamped UNION ALL SELECT 1 FROM moved
+        """
     }
 
     /// `last_status` of a row a cancellation failed.

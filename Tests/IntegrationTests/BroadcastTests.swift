@@ -347,7 +347,11 @@ import Testing
                 #expect(third.headers[.retryAfter] == "60")
                 #expect(try await ProviderAPITests.snapshot(api) == before, "nothing written")
                 let other = try await ProviderAPITests.call(
-                    api, .post, "/v1/notifications", key: beta, #"{"to": {"tokens": ["\#(Self.token(1))"]}, "aps": {"alert": "x"}}"#
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: beta,
+                    #"{"to": {"tokens": ["\#(Self.token(1))"]}, "aps": {"alert": "x"}}"#
                 )
                 #expect(other.status == 202, "another app is not held back: \(other.json)")
             }
@@ -399,13 +403,21 @@ import Testing
                 let plain = try await ProviderAPITests.createKey(url, name: "plain", scopes: KeyScope.defaults)
                 let beforePlain = try await ProviderAPITests.snapshot(api)
                 let wide = try await ProviderAPITests.call(
-                    api, .post, "/v1/notifications", key: plain, #"{"to": {"users": ["user1", "user2"]}, "aps": {"alert": "hi"}}"#
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: plain,
+                    #"{"to": {"users": ["user1", "user2"]}, "aps": {"alert": "hi"}}"#
                 )
                 #expect(wide.status == 403, "\(wide.json)")
                 #expect((wide.json["reason"] as? String)?.contains("broadcast") == true, "\(wide.json)")
                 #expect(try await ProviderAPITests.snapshot(api) == beforePlain, "nothing written")
                 let narrow = try await ProviderAPITests.call(
-                    api, .post, "/v1/notifications", key: plain, #"{"to": {"users": ["user1"]}, "aps": {"alert": "hi"}}"#
+                    api,
+                    .post,
+                    "/v1/notifications",
+                    key: plain,
+                    #"{"to": {"users": ["user1"]}, "aps": {"alert": "hi"}}"#
                 )
                 #expect(narrow.status == 202 && narrow.json["recipients"] as? Int == 100, "\(narrow.json)")
 
