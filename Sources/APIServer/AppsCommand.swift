@@ -56,15 +56,7 @@ struct AppsCommand: AsyncParsableCommand {
             switch (keyFile, certificate) {
             case (let keyFile?, nil):
                 guard passphraseFile == nil else { throw ValidationError("--passphrase-file goes with --certificate, not --key-file") }
-                let named = APNsSettings.keyID(fileName: keyFile)
-                guard let keyID = keyID ?? named else {
-                    throw ValidationError("--key-id is required when the key file is not named AuthKey_<KEY ID>.p8")
-                }
-                if let named, named != keyID {
-                    throw ValidationError("--key-id \(keyID) contradicts the key file's name (\(named)); the file name is Apple's")
-                }
-                guard let teamID else { throw ValidationError("--team-id is required with --key-file") }
-                credentials = .token(keyFile: keyFile, keyID: keyID, teamID: teamID)
+                credentials = try AppsCommand.token(keyFile: keyFile, keyID: keyID, teamID: teamID, was: nil)
             case (nil, let certificate?):
                 guard keyID == nil, teamID == nil else {
                     throw ValidationError("--key-id and --team-id go with --key-file, not --certificate")
@@ -182,17 +174,9 @@ struct AppsCommand: AsyncParsableCommand {
             switch (current.credentials, keyFile, certificate) {
             case (_, let keyFile?, nil):
                 guard passphraseFile == nil else { throw ValidationError("--passphrase-file goes with --certificate, not --key-file") }
-                let named = APNsSettings.keyID(fileName: keyFile)
                 var was: (keyID: String, teamID: String)?
                 if case .token(_, let keyID, let teamID) = current.credentials { was = (keyID, teamID) }
-                guard let keyID = keyID ?? named ?? was?.keyID else {
-                    throw ValidationError("--key-id is required when the key file is not named AuthKey_<KEY ID>.p8")
-                }
-                if let named, named != keyID {
-                    throw ValidationError("--key-id \(keyID) contradicts the key file's name (\(named)); the file name is Apple's")
-                }
-                guard let teamID = teamID ?? was?.teamID else { throw ValidationError("--team-id is required to switch to --key-file") }
-                settings.credentials = .token(keyFile: keyFile, keyID: keyID, teamID: teamID)
+                settings.credentials = try AppsCommand.token(keyFile: keyFile, keyID: keyID, teamID: teamID, was: was)
             case (let credentials, nil, let certificate?):
                 guard keyID == nil, teamID == nil else {
                     throw ValidationError("--key-id and --team-id go with --key-file, not --certificate")
@@ -321,6 +305,20 @@ struct AppsCommand: AsyncParsableCommand {
         @OptionGroup var owner: RoleOption
 
         func run() async throws { try await AppsCommand.setDisabled(name, false, options, owner) }
+    }
+
+    /// Token credentials from `--key-file` (with `--key-id` and `--team-id`, or the ids the app had): the key id
+    /// defaults to the one in Apple's file name, and must agree with it.
+    static func token(keyFile: String, keyID: String?, teamID: String?, was: (keyID: String, teamID: String)?) throws -> App.Credentials {
+        let named = APNsSettings.keyID(fileName: keyFile)
+        guard let keyID = keyID ?? named ?? was?.keyID else {
+            throw ValidationError("--key-id is required when the key file is not named AuthKey_<KEY ID>.p8")
+        }
+        if let named, named != keyID {
+            throw ValidationError("--key-id \(keyID) contradicts the key file's name (\(named)); the file name is Apple's")
+        }
+        guard let teamID = teamID ?? was?.teamID else { throw ValidationError("--team-id is required with --key-file") }
+        return .token(keyFile: keyFile, keyID: keyID, teamID: teamID)
     }
 
     /// `add` and `update`: the settings checked, written as the owner, described; files this process cannot see said.
