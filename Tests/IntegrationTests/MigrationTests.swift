@@ -187,6 +187,49 @@ import Testing
         }
     }
 
+    /// Migration 020 on a database that already holds payloads larger than any push service takes (written before
+    /// the API checked FCM's whole message): the pending one fails with the reason, every such payload becomes '{}',
+    /// so the constraints hold for every later update and move; a broadcast carrying one is canceled.
+    @Test func thePayloadLimitMigrationFailsWhatCouldNeverBeSent() async throws {
+        try await TestDatabase.withEmptyDatabase { url in
+            let all = try Migration.load(from: TestDatabase.migrationsDirectory)
+            try await TestDatabase.withConnection(url) { connection in
+                _ = try await Migrator(connection: connection, migrations: all.filter { $0.version < 20 }, logger: TestDatabase.logger)
+                    .migrate(contract: true)
+                for statement: PostgresQuery in [
+                    "INSERT INTO push_queue (device_token, payload, platform) VALUES (repeat('a', 150), repeat('x', 100000), 'fcm')",
+                    "INSERT INTO push_queue (device_token, payload) VALUES (lpad('1', 64, '0'), '{\"aps\":{}}')",
+                    "INSERT INTO push_history (message_id, device_token, payload, time_sent) VALUES (999, lpad('2', 64, '0'), repeat('y', 9000), now())",
+                    """
+                    INSERT INTO notifications (id, key_name, recipients, push_type, target_kind, payload, fcm_payload, expand_phase, expanded_at)
+                    VALUES ('00000000-0000-0000-0000-000000000001', 'k', 5, 'alert', 'all', '{}', repeat('z', 6000), 'devices', NULL)
+                    """,
+                ] {
+                    try await connection.query(statement, logger: TestDatabase.logger)
+                }
+                _ = try await Migrator(connection: connection, migrations: all, logger: TestDatabase.logger).migrate(contract: true)
+            }
+            let failed = try await TestDatabase.scalar(
+                url,
+                "SELECT concat_ws(' ', payload, time_failed IS NOT NULL, last_error) FROM push_queue WHERE platform = 'fcm'",
+                as: String.self
+            )
+            #expect(failed == "{} t payload of 100000 bytes: more than any push service takes (5120)")
+            #expect(
+                try await TestDatabase.scalar(url, "SELECT count(*) FROM push_queue WHERE time_failed IS NULL", as: Int64.self) == 1,
+                "the ordinary row is untouched"
+            )
+            #expect(try await TestDatabase.scalar(url, "SELECT payload FROM push_history", as: String.self) == "{}")
+            #expect(
+                try await TestDatabase.scalar(
+                    url,
+                    "SELECT concat_ws(' ', canceled_at IS NOT NULL, fcm_payload IS NULL) FROM notifications",
+                    as: String.self
+                ) == "t t"
+            )
+        }
+    }
+
     @Test func aFailingMigrationRollsBackAndIsNotRecorded() async throws {
         let directory = NSTemporaryDirectory() + "pushchat-migrations-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
