@@ -24,6 +24,7 @@ import Storage
 /// | `pushchat.app.pending{app,platform}` | gauge | rows due to be sent, enabled apps only (none deferred) |
 /// | `pushchat.app.oldest_pending_age_seconds{app,platform}` | gauge | how long the oldest of those has waited |
 /// | `pushchat.app.usable{app}` | gauge | 1 while the daemon sends for the app, 0 while it refuses its files or keys |
+/// | `pushchat.credentials.refused_total{app,platform}` | counter | answers refusing our credentials (APNs 403 InvalidProviderToken, BadCertificate…) |
 /// | `pushchat.database.up` | gauge | 1 while the database answers the daemon's probe, 0 while it does not |
 /// | `pushchat.build_info{version}` | gauge | 1, labelled with the release (its `VERSION` file) |
 /// | `pushchat.app.connections{app}` | gauge | gateway connections up, by app |
@@ -88,6 +89,12 @@ package struct PushMetrics: Sendable {
     /// cannot read, a key that does not load); nil: the app is gone or disabled (the series reads 1, nothing to say).
     func appUsable(_ app: String, _ usable: Bool?) {
         registry.meter("pushchat.app.usable", [("app", app)]).set(usable == false ? 0 : 1)
+    }
+
+    /// An answer that refused the credentials (the row stays queued): by app and platform, so an alert can tell one
+    /// app's revoked key from Apple being down.
+    func credentialsRefused(app: String, platform: String) {
+        registry.counter("pushchat.credentials.refused_total", [("app", app), ("platform", platform)]).increment()
     }
 
     /// `pushchat_database_up`, read from the probe at every scrape: the queue's gauges keep their last value while

@@ -396,10 +396,14 @@ import Testing
     @Test func refusedCredentialsKeepRowsQueued() async throws {
         try await PushHarness.run { harness in
             try await harness.queue(3)
-            try await harness.withHTTP2Daemon(try harness.http2(keyFile: "AuthKey_OTHERKEY01.p8")) {
+            let (configuration, _) = try harness.http2(keyFile: "AuthKey_OTHERKEY01.p8")
+            try await harness.withDaemonStatus(configuration) { port in
                 try await harness.waitUntil("the rows are put back with the reason") {
                     try await harness.count("last_status = '403' AND last_error = 'InvalidProviderToken'") == 3
                 }
+                // Counted by app and platform, for an alert that tells one app's revoked key from Apple being down.
+                let scrape = try await LoopbackHTTP.scrape(port: port)
+                #expect(scrape.number(#"pushchat_credentials_refused_total{app="default",platform="apns"}"#) >= 3)
             }
             #expect(try await harness.count("time_sent IS NULL AND time_failed IS NULL") == 3, "kept queued")
             #expect(harness.simulator.state.accepted.isEmpty)
