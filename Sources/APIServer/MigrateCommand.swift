@@ -35,6 +35,12 @@ struct MigrateCommand: AsyncParsableCommand {
     )
     var contract = false
 
+    @Flag(
+        name: .long,
+        help: "With --contract: yes, apply the contract migrations (without it, --contract only says what they make irreversible)."
+    )
+    var yes = false
+
     @OptionGroup var owner: RoleOption
 
     func run() async throws {
@@ -84,6 +90,24 @@ struct MigrateCommand: AsyncParsableCommand {
                         )
                     }
                 } else {
+                    if contract && !yes {
+                        let statuses = try await migrator.status()
+                        let waiting = statuses.filter { $0.contract && $0.hasFile && $0.appliedAt == nil }
+                        // A fresh database gets them anyway (no release ran on it): nothing one-way to confirm.
+                        if !waiting.isEmpty && statuses.contains(where: { $0.appliedAt != nil }) {
+                            print("migrate --contract is one-way: it would apply")
+                            for entry in waiting {
+                                print(
+                                    "  \(entry.fileName): releases from before it stop fitting the schema (their migrate --check says does not fit)"
+                                )
+                            }
+                            print(
+                                "No rollback to such a release is possible afterwards (the guide's section 16 says which steps can be undone)."
+                            )
+                            print("Nothing was changed: run it again with --yes to apply them.")
+                            throw ExitCode(1)
+                        }
+                    }
                     let applied = try await migrator.migrate(contract: contract)
                     for migration in applied { print("applied \(migration.fileName)") }
                     let url = configuration.databaseURL

@@ -107,6 +107,37 @@ import Testing
         }
     }
 
+    /// `migrate --contract` is the one-way step: without `--yes` it changes nothing, and says which migrations it
+    /// would apply and that the releases before them stop fitting; with `--yes` it applies them.
+    @Test func migrateContractNeedsYes() async throws {
+        try await TestDatabase.withEmptyDatabase { url in
+            let all = try Migration.load(from: TestDatabase.migrationsDirectory)
+            let contracts = all.filter(\.isContract).map(\.fileName)
+            try await TestDatabase.withConnection(url) { connection in
+                _ = try await Migrator(connection: connection, migrations: all.filter { $0.version < 12 }, logger: TestDatabase.logger)
+                    .migrate()
+            }
+            func run(_ arguments: [String]) throws -> Executable.Result {
+                try api.run(
+                    ["migrate"] + arguments + ["development"],
+                    environment: [
+                        "PUSHCHAT_DATABASE_URL": url.connectionString, "PUSHCHAT_MIGRATIONS_DIR": TestDatabase.migrationsDirectory,
+                    ]
+                )
+            }
+            #expect(try run([]).status == 0, "the expand migrations")
+            let asked = try run(["--contract"])
+            #expect(asked.status == 1)
+            for name in contracts { #expect(asked.standardOutput.contains("\(name): releases from before it stop fitting"), "\(name)") }
+            #expect(asked.standardOutput.contains("Nothing was changed: run it again with --yes"))
+            let pending = try await TestDatabase.scalar(url, "SELECT count(*) FROM schema_migrations WHERE contract", as: Int64.self)
+            #expect(pending == 0, "nothing applied")
+            let applied = try run(["--contract", "--yes"])
+            #expect(applied.status == 0, "\(applied.standardError)")
+            for name in contracts { #expect(applied.standardOutput.contains("applied \(name)")) }
+        }
+    }
+
     /// A release started on a schema it does not fit ran and failed statement by statement. Now each service stops
     /// at once with exit 78 (systemd does not restart it) naming the migrations: behind (this release's newest is not
     /// applied) or removed (a newer release's contract migration took away what it uses).
