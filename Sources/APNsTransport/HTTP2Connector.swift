@@ -30,6 +30,9 @@ package struct HTTP2Connector: Sendable {
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            // Reading pauses only when this much waits to be written (see the BackPressureHandler below): a window of
+            // requests written in one buffer must not pause the reading of their answers.
+            .channelOption(.writeBufferWaterMark, value: .init(low: 1 << 20, high: 4 << 20))
             .channelInitializer { [tls] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let serverName = host.first?.isNumber == true || host.contains(":") ? nil : host
