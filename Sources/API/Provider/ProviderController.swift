@@ -101,7 +101,7 @@ struct ProviderController: Sendable {
         return response
     }
 
-    /// ``authenticate(_:)`` behind the failed-authentication bucket: an address that has spent it gets 429 before any
+    /// ``authenticate(_:hash:)`` behind the failed-authentication bucket: an address that has spent it gets 429 before any
     /// lookup; a failure is charged to it and to the per-address limiter; a valid key is charged to neither.
     func authenticateLimited(_ request: Request, address: String) async throws -> ProviderStore.Key {
         let presented = Self.presentedKey(request).map(APIKey.hash)
@@ -111,7 +111,7 @@ struct ProviderController: Sendable {
             throw ProviderError.tooManyRequests(wait, "too many failed authentications from this address")
         }
         do {
-            let key = try await authenticate(request)
+            let key = try await authenticate(request, hash: presented)
             if let presented { knownKeys.insert(presented) }
             return key
         } catch let error as ProviderError where error.status == .unauthorized || error.status == .forbidden {
@@ -129,15 +129,15 @@ struct ProviderController: Sendable {
         return String(parts[1]).trimmingWhitespace()
     }
 
-    /// The unrevoked key named by `Authorization: Bearer KEY`, else 401.
-    func authenticate(_ request: Request) async throws -> ProviderStore.Key {
+    /// The unrevoked key named by `Authorization: Bearer KEY`, else 401. `hash`: the hash of ``presentedKey(_:)``,
+    /// computed once by the caller (nil when the header has no key of that form).
+    func authenticate(_ request: Request, hash: String?) async throws -> ProviderStore.Key {
         guard request.headers[.authorization] != nil else {
             throw ProviderError(.unauthorized, .unauthorized, "an API key is required: Authorization: Bearer KEY")
         }
-        guard let presented = Self.presentedKey(request) else {
+        guard let hash else {
             throw ProviderError(.unauthorized, .unauthorized, "the Authorization header must be: Bearer KEY")
         }
-        let hash = APIKey.hash(presented)
         guard let key = try await store.key(hash: hash) else {
             throw ProviderError(.unauthorized, .unauthorized, "unknown or revoked API key")
         }
