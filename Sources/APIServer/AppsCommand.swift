@@ -82,11 +82,7 @@ struct AppsCommand: AsyncParsableCommand {
 
         /// Files the operator named that this process cannot see: said, not refused (the push daemon reads them as
         /// its own user; it alarms if it cannot).
-        func missingFiles() -> [String] {
-            [keyFile, certificate, passphraseFile, fcmServiceAccount].compactMap { $0 }.filter {
-                !FileManager.default.fileExists(atPath: $0)
-            }
-        }
+        func missingFiles() -> [String] { AppsCommand.missing([keyFile, certificate, passphraseFile, fcmServiceAccount]) }
     }
 
     struct Add: AsyncParsableCommand {
@@ -206,11 +202,7 @@ struct AppsCommand: AsyncParsableCommand {
             return settings
         }
 
-        func missingFiles() -> [String] {
-            [keyFile, certificate, passphraseFile, fcmServiceAccount].compactMap { $0 }.filter {
-                !FileManager.default.fileExists(atPath: $0)
-            }
-        }
+        func missingFiles() -> [String] { AppsCommand.missing([keyFile, certificate, passphraseFile, fcmServiceAccount]) }
     }
 
     struct Update: AsyncParsableCommand {
@@ -305,6 +297,12 @@ struct AppsCommand: AsyncParsableCommand {
         @OptionGroup var owner: RoleOption
 
         func run() async throws { try await AppsCommand.setDisabled(name, false, options, owner) }
+    }
+
+    /// The files named (nil: not given) that this process cannot see: said, not refused (the push daemon reads them
+    /// as its own user; it alarms if it cannot).
+    static func missing(_ files: [String?]) -> [String] {
+        files.compactMap { $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
     }
 
     /// Token credentials from `--key-file` (with `--key-id` and `--team-id`, or the ids the app had): the key id
