@@ -143,7 +143,9 @@ let package = Package(
         // Executables: parse arguments, call a library.
         .executableTarget(
             name: "APIServer",
-            dependencies: ["API", "Settings", "Storage", "APNs", "Support", argumentParser, hummingbird, logging, postgres],
+            dependencies: [
+                "API", "Settings", "Storage", "APNs", "Support", "Observability", argumentParser, hummingbird, logging, postgres,
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -153,7 +155,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FeedbackJob",
-            dependencies: ["Feedback", "Settings", "Storage", "Support", argumentParser, logging],
+            dependencies: ["Feedback", "Settings", "Storage", "Support", "Observability", argumentParser, logging],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -3,6 +3,7 @@ import APNs
 import ArgumentParser
 import Foundation
 import Logging
+import Observability
 import PostgresNIO
 import Settings
 import Storage
@@ -94,6 +95,11 @@ struct QueueCommand: AsyncParsableCommand {
         @OptionGroup var options: ProcessOptions
         @Option(name: .customLong("older-than"), help: "Retention, e.g. 7d, 12h, 3600.")
         var olderThan: String
+        @Option(
+            name: .customLong("metrics-file"),
+            help: "Also write this run's figures to this file in the Prometheus text format (for a textfile collector)."
+        )
+        var metricsFile: String?
 
         func validate() throws {
             guard let age = Configuration.parseDuration(olderThan), age > .zero else {
@@ -104,19 +110,52 @@ struct QueueCommand: AsyncParsableCommand {
         func run() async throws {
             let age = Configuration.parseDuration(olderThan) ?? .seconds(7 * 86_400)
             let retention = try options.configuration().retention
-            try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
-                print("\(try await admin.prune(olderThan: age)) rows older than \(olderThan) deleted")
-                let moved = try await admin.moveStampedRows()
-                if moved > 0 { print("\(moved) rows sent or failed before they moved on their own moved to push_history") }
-                let (notifications, keys) = try await admin.pruneNotifications(olderThan: age)
-                print("\(notifications) provider notifications older than \(olderThan) and \(keys) idempotency keys past 24 h deleted")
-                let pruned = try await admin.pruneRetention(retention)
-                print(
-                    "retention: \(pruned.messages) messages older than \(retention.messages.days), "
-                        + "\(pruned.tokenlessUsers) users without a token after \(retention.tokenlessUsers.days), "
-                        + "\(pruned.invalidTokens) handled invalid-token reports older than \(retention.invalidTokens.days) deleted"
-                )
+            var deleted = 0
+            let start = ContinuousClock.now
+            do {
+                try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
+                    let rows = try await admin.prune(olderThan: age)
+                    print("\(rows) rows older than \(olderThan) deleted")
+                    let moved = try await admin.moveStampedRows()
+                    if moved > 0 { print("\(moved) rows sent or failed before they moved on their own moved to push_history") }
+                    let (notifications, keys) = try await admin.pruneNotifications(olderThan: age)
+                    print("\(notifications) provider notifications older than \(olderThan) and \(keys) idempotency keys past 24 h deleted")
+                    let pruned = try await admin.pruneRetention(retention)
+                    print(
+                        "retention: \(pruned.messages) messages older than \(retention.messages.days), "
+                            + "\(pruned.tokenlessUsers) users without a token after \(retention.tokenlessUsers.days), "
+                            + "\(pruned.invalidTokens) handled invalid-token reports older than \(retention.invalidTokens.days) deleted"
+                    )
+                    deleted = rows + notifications + keys + pruned.messages + pruned.tokenlessUsers + pruned.invalidTokens
+                }
+            } catch {
+                try? writeMetrics(success: false, deleted: 0, since: start)
+                throw error
             }
+            // A file that cannot be written fails the run: otherwise no alert could notice that the figures stopped.
+            do {
+                try writeMetrics(success: true, deleted: deleted, since: start)
+            } catch {
+                ProcessFailure.printError(
+                    "pushchat-api queue prune",
+                    "cannot write the metrics file \(metricsFile ?? ""): \(error.localizedDescription)"
+                )
+                throw ExitCode(1)
+            }
+        }
+
+        /// `pushchat_prune_success` (1 or 0), `…_rows_deleted` (all kinds), `…_duration_seconds` and
+        /// `…_last_run_timestamp_seconds`, when `--metrics-file` was given; written after a failed run too, so the
+        /// alert on it fires.
+        private func writeMetrics(success: Bool, deleted: Int, since start: ContinuousClock.Instant) throws {
+            guard let metricsFile else { return }
+            let figures: [(name: String, value: Double)] = [
+                ("pushchat.prune.success", success ? 1 : 0),
+                ("pushchat.prune.rows_deleted", Double(deleted)),
+                ("pushchat.prune.duration_seconds", start.duration(to: .now).seconds),
+                ("pushchat.prune.last_run_timestamp_seconds", Date().timeIntervalSince1970.rounded()),
+            ]
+            try TextfileMetrics.write(TextfileMetrics.exposition(figures), to: metricsFile)
         }
     }
 }

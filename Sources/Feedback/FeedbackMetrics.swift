@@ -1,14 +1,9 @@
 import APNs
-import CoreMetrics
 package import Foundation
 import Observability
 import Settings
 import Storage
 import Support
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The feedback job runs from cron and cannot be scraped, so it leaves its figures in a file in the Prometheus
 /// text format (for node_exporter's textfile collector, or any scraper that reads files).
@@ -17,7 +12,6 @@ package enum FeedbackMetrics {
     /// `…_invalid_tokens_processed`, `…_truncated_bytes`, `…_success` (1 or 0), `…_duration_seconds` and
     /// `…_last_run_timestamp_seconds`.
     package static func exposition(report: FeedbackReport?, duration: Duration, finishedAt: Date) -> [UInt8] {
-        let metrics = MetricsRegistry()
         let succeeded = report != nil
         let report = report ?? FeedbackReport()
         let figures: [(String, Double)] = [
@@ -30,21 +24,6 @@ package enum FeedbackMetrics {
             ("pushchat.feedback.duration_seconds", duration.seconds),
             ("pushchat.feedback.last_run_timestamp_seconds", finishedAt.timeIntervalSince1970.rounded()),
         ]
-        for (name, value) in figures { metrics.meter(name).set(value) }
-        return metrics.exposition()
-    }
-
-    /// Writes the exposition to `path` atomically (a scraper never reads half a file), readable by everyone: the
-    /// units run with `UMask=0027`, and node_exporter reads the file as another user.
-    package static func write(_ exposition: [UInt8], to path: String) throws {
-        let temporary = path + ".tmp"
-        try Data(exposition).write(to: URL(fileURLWithPath: temporary))
-        do {
-            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temporary)
-            guard rename(temporary, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
-        }
+        return TextfileMetrics.exposition(figures)
     }
 }

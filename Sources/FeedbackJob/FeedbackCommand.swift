@@ -2,6 +2,7 @@ import ArgumentParser
 import Feedback
 import Foundation
 import Logging
+import Observability
 import Settings
 import Storage
 import Support
@@ -62,7 +63,7 @@ struct FeedbackCommand: AsyncParsableCommand {
         guard let metricsFile else { return true }
         let exposition = FeedbackMetrics.exposition(report: report, duration: start.duration(to: .now), finishedAt: Date())
         do {
-            try FeedbackMetrics.write(exposition, to: metricsFile)
+            try TextfileMetrics.write(exposition, to: metricsFile)
             return true
         } catch {
             let message = "cannot write the metrics file \(metricsFile): \(error.localizedDescription)"

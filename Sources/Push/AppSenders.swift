@@ -1,3 +1,4 @@
+import APNsTransport
 import Foundation
 import Logging
 import Settings
@@ -53,6 +54,9 @@ struct AppSenders: Sendable {
                             if refused.removeValue(forKey: name) != nil { logger.notice("App \(name): its settings can be used again") }
                             context.status.appUsable(name)
                             context.metrics.appUsable(name, true)
+                            if let expiry = try? configuration.apns.forApp(settings).certificateExpiry() {
+                                context.metrics.certificateExpires(expiry, app: name)
+                            }
                             let shutdown = ShutdownFlag(signal: context.signal)
                             running[name] = Running(updatedAt: app.updatedAt, shutdown: shutdown)
                             var appLogger = logger

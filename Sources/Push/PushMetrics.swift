@@ -2,6 +2,7 @@ import Foundation
 import Metrics
 import NIOConcurrencyHelpers
 package import Observability
+import Settings
 import Storage
 
 /// The push daemon's figures, exported at `/metrics` on its status listener.
@@ -14,7 +15,7 @@ import Storage
 /// | `pushchat.push.in_flight{connection}` | gauge | written, not yet known accepted |
 /// | `pushchat.push.claim.duration` | histogram | one claim statement |
 /// | `pushchat.push.mark.duration` | histogram | one round of result statements |
-/// | `pushchat.gateway.connected` | gauge | gateway connections up |
+/// | `pushchat.gateway.connected{app,platform}` | gauge | gateway connections up, by app and platform (APNs or FCM) |
 /// | `pushchat.gateway.reconnects` | counter | connection attempts after the first |
 /// | `pushchat.queue.depth` | gauge | rows waiting (sampled) |
 /// | `pushchat.queue.oldest_pending_age` | gauge | seconds the oldest waiting row has waited (sampled) |
@@ -27,7 +28,8 @@ import Storage
 /// | `pushchat.credentials.refused_total{app,platform}` | counter | answers refusing our credentials (APNs 403 InvalidProviderToken, BadCertificate…) |
 /// | `pushchat.database.up` | gauge | 1 while the database answers the daemon's probe, 0 while it does not |
 /// | `pushchat.build_info{version}` | gauge | 1, labelled with the release (its `VERSION` file) |
-/// | `pushchat.app.connections{app}` | gauge | gateway connections up, by app |
+/// | `pushchat.app.certificate_expiry_seconds{app}` | gauge | when the app's APNs client certificate expires (certificate apps only) |
+/// | `pushchat.fcm.token_failures_total{app}` | counter | FCM access tokens the token URI refused or did not give |
 /// | `pushchat.broadcast.expanded` | counter | rows this daemon queued expanding broadcasts |
 package struct PushMetrics: Sendable {
     package let registry: MetricsRegistry
@@ -35,7 +37,6 @@ package struct PushMetrics: Sendable {
     let resent: Counter
     let claimDuration: Metrics.Timer
     let markDuration: Metrics.Timer
-    let connected: Meter
     let reconnects: Counter
     let broadcastExpanded: Counter
     let queueDepth: Meter
@@ -49,13 +50,11 @@ package struct PushMetrics: Sendable {
         resent = registry.counter("pushchat.push.resent")
         claimDuration = registry.timer("pushchat.push.claim.duration")
         markDuration = registry.timer("pushchat.push.mark.duration")
-        connected = registry.meter("pushchat.gateway.connected")
         reconnects = registry.counter("pushchat.gateway.reconnects")
         broadcastExpanded = registry.counter("pushchat.broadcast.expanded")
         queueDepth = registry.meter("pushchat.queue.depth")
         oldestPendingAge = registry.meter("pushchat.queue.oldest_pending_age")
         wrongEnvironment = registry.meter("pushchat.push.wrong_environment")
-        connected.set(0)
         queueDepth.set(0)
         oldestPendingAge.set(0)
     }
@@ -64,18 +63,29 @@ package struct PushMetrics: Sendable {
         registry.counter("pushchat.push.failed", [("reason", reason)]).increment(by: count)
     }
 
-    /// The client certificate's expiry as a Unix time (`pushchat_apns_certificate_expiry_seconds`), exported only
-    /// when the daemon authenticates with a certificate: an alert fires a month ahead.
-    func certificateExpires(_ date: Date) {
-        registry.meter("pushchat.apns.certificate_expiry_seconds").set(date.timeIntervalSince1970)
+    /// An app's client certificate expiry as a Unix time (`pushchat_app_certificate_expiry_seconds{app}`), exported
+    /// only for apps that authenticate with a certificate: an alert fires a month ahead. The default app's is also
+    /// `pushchat_apns_certificate_expiry_seconds`, the name of earlier releases.
+    func certificateExpires(_ date: Date, app: String) {
+        registry.meter("pushchat.app.certificate_expiry_seconds", [("app", app)]).set(date.timeIntervalSince1970)
+        if app == App.defaultName { registry.meter("pushchat.apns.certificate_expiry_seconds").set(date.timeIntervalSince1970) }
+    }
+
+    /// The connections up for an app on a platform (`pushchat_gateway_connected{app,platform}`): "no connection to
+    /// Apple" and "no connection to Google" are told apart.
+    func gatewayConnected(app: String, platform: String) -> Meter {
+        registry.meter("pushchat.gateway.connected", [("app", app), ("platform", platform)])
+    }
+
+    /// An FCM access token the token URI refused or did not give (`pushchat_fcm_token_failures_total{app}`): the app's
+    /// Android rows wait until a fetch succeeds.
+    func fcmTokenFailures(app: String) -> Counter {
+        registry.counter("pushchat.fcm.token_failures_total", [("app", app)])
     }
 
     func inFlight(connection: String) -> Meter {
         registry.meter("pushchat.push.in_flight", [("connection", "\(connection)")])
     }
-
-    /// An app's gateway connections (`pushchat_app_connections{app}`).
-    func appConnections(_ app: String) -> Meter { registry.meter("pushchat.app.connections", [("app", app)]) }
 
     /// What one round of result writes recorded, by app.
     func recorded(byApp: [String: Outcomes.AppCounts]) {

@@ -87,7 +87,7 @@ package final class PushService: Service, Sendable {
             metadata: ["push.instance": "\(instance)"]
         )
         if let expiry = try? configuration.apns.certificateExpiry() {
-            metrics.certificateExpires(expiry)
+            metrics.certificateExpires(expiry, app: App.defaultName)
             let days = Int(expiry.timeIntervalSinceNow / 86_400)
             let line: Logger.Message = "APNs client certificate valid until \(expiry.formatted(.iso8601)) (\(days) days)"
             if days < 30 { logger.warning("\(line): renew it (the guide's §10)") } else { logger.info(line) }
@@ -238,7 +238,9 @@ package final class PushService: Service, Sendable {
     ) -> @Sendable () async -> Void {
         {
             let client = fcm.makeTokenClient()
-            let tokens = AccessTokens(account: fcm.account, client: client, logger: logger)
+            let failures = context.metrics.fcmTokenFailures(app: context.queue.app)
+            failures.increment(by: 0)  // the series exists at 0 before a failure: increase() sees the first one
+            let tokens = AccessTokens(account: fcm.account, client: client, logger: logger) { failures.increment() }
             let destination = FCMDestination(connector: fcm.connector, account: fcm.account, tokens: tokens, settings: context.settings)
             let demand = connections > 1 ? ConnectionDemand() : nil
             await withTaskGroup(of: Void.self) { group in

@@ -6,6 +6,7 @@ import Testing
 
 @testable import API
 @testable import APNs
+@testable import APNsTransport
 @testable import Feedback
 @testable import Settings
 @testable import Simulator
@@ -439,8 +440,16 @@ import Testing
                 let metrics = try await LoopbackHTTP.scrape(port: port)
                 for app in ["default", "beta", "legacy"] {
                     #expect(metrics[#"pushchat_app_sent{app="\#(app)"}"#] == 3, "\(app)")
-                    #expect(metrics[#"pushchat_app_connections{app="\#(app)"}"#] == 1, "\(app)'s connection stays open until idle")
+                    #expect(
+                        metrics[#"pushchat_gateway_connected{app="\#(app)",platform="apns"}"#] == 1,
+                        "\(app)'s connection stays open until idle"
+                    )
                 }
+                // Each certificate app's expiry, for the alert a month ahead; none for a token app.
+                let legacyExpiry = try ClientIdentity.load(path: TestCertificates.path("ck.pem"), passphrase: TestCertificates.passphrase)
+                    .notValidAfter
+                #expect(metrics[#"pushchat_app_certificate_expiry_seconds{app="legacy"}"#] == legacyExpiry.timeIntervalSince1970)
+                #expect(metrics[#"pushchat_app_certificate_expiry_seconds{app="beta"}"#] == nil)
                 #expect(metrics[#"pushchat_app_sent{app="broken"}"#] == nil)
                 #expect(metrics["pushchat_push_sent"] == 9)
                 #expect(metrics["pushchat_database_up"] == 1)

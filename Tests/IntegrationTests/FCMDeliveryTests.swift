@@ -4,6 +4,7 @@ import PostgresNIO
 import Testing
 import _CryptoExtras
 
+@testable import Observability
 @testable import Push
 @testable import Settings
 @testable import Simulator
@@ -53,13 +54,19 @@ import _CryptoExtras
     }
 
     /// Runs the daemon (APNs over the binary interface, FCM for the default app) while `body` runs.
-    static func withDaemon(_ harness: PushHarness, _ configuration: Configuration, _ body: @Sendable () async throws -> Void) async throws {
+    static func withDaemon(
+        _ harness: PushHarness,
+        _ configuration: Configuration,
+        metrics: MetricsRegistry = MetricsRegistry(),
+        _ body: @Sendable () async throws -> Void
+    ) async throws {
         let services = PushService.services(
             configuration: configuration,
             transport: try PushTransport.load(configuration),
             fcm: try FCMTransport.load(configuration),
             logger: TestDatabase.logger,
-            instance: "test-fcm-daemon"
+            instance: "test-fcm-daemon",
+            metrics: metrics
         )
         try await harness.withServices(services, body)
     }
@@ -351,10 +358,14 @@ import _CryptoExtras
             var refused = configuration
             refused.fcm.serviceAccountFile = other
             try await Self.queue(harness, fcm: Array(1...50))
-            try await Self.withDaemon(harness, refused) {
+            let metrics = MetricsRegistry()
+            try await Self.withDaemon(harness, refused, metrics: metrics) {
                 try await Task.sleep(for: .seconds(4))
             }
             let fromTheStart = harness.simulator.fcmAuth.tokenRequests
+            // Each refused fetch counted for the app (the FCM-token alert's figure).
+            let scrape = Scrape(String(decoding: metrics.exposition(), as: UTF8.self))
+            #expect(scrape[#"pushchat_fcm_token_failures_total{app="default"}"#] == Double(fromTheStart), "\(fromTheStart) refused")
             #expect(fromTheStart >= 2 && fromTheStart <= 5, "asked again after 1, 2, 4 s, not per row: \(fromTheStart)")
             #expect(try await harness.count("time_sent IS NULL AND time_failed IS NULL") == 50, "every Android row still queued")
             // Mid-drain: a good token first, then revoked, and every new assertion refused.

@@ -242,7 +242,7 @@ import Testing
                 let used = Set(harness.simulator.state.accepted.map(\.connection))
                 #expect(used.count >= 2 && used.count <= 3, "connections used: \(used)")
                 try await harness.waitUntil(timeout: .seconds(15), "the extra connections close when idle") {
-                    try await LoopbackHTTP.scrape(port: port)["pushchat_gateway_connected"] == 1
+                    try await LoopbackHTTP.scrape(port: port)[#"pushchat_gateway_connected{app="default",platform="apns"}"#] == 1
                 }
             }
             #expect(harness.simulator.state.counters.accepted == 3000, "nothing sent twice")

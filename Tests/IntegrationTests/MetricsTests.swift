@@ -96,12 +96,13 @@ import Testing
                     try await LoopbackHTTP.get(port: port, path: "/readyz").status == 200
                 }
                 let before = try await LoopbackHTTP.scrape(port: port)
-                #expect(before["pushchat_gateway_connected"] == 1)
+                #expect(before[#"pushchat_gateway_connected{app="default",platform="apns"}"#] == 1)
                 #expect(before["pushchat_push_sent"] == 0)
                 // The client certificate's expiry, for the alert a month ahead.
                 let expiry = try harness.configuration().apns.loadIdentity().notValidAfter
                 #expect(expiry.timeIntervalSinceNow > 86_400)
                 #expect(before["pushchat_apns_certificate_expiry_seconds"] == expiry.timeIntervalSince1970)
+                #expect(before[#"pushchat_app_certificate_expiry_seconds{app="default"}"#] == expiry.timeIntervalSince1970)
                 try await harness.queue(20)
                 try await harness.waitUntil("19 sent and 1 failed") { try await harness.sentAndFailed() == [19, 1] }
                 try await harness.waitUntil("the metrics show it") {
@@ -138,7 +139,7 @@ import Testing
                 }
                 var scrape = try await LoopbackHTTP.scrape(port: port)
                 #expect(scrape.number("pushchat_queue_oldest_pending_age") >= 90)
-                #expect(scrape["pushchat_gateway_connected"] == 0)
+                #expect(scrape[#"pushchat_gateway_connected{app="default",platform="apns"}"#] == 0)
                 // By app and platform (the queue-late alert's figures): the same rows, a disabled app's left out.
                 try await harness.waitUntil("the lanes are sampled") {
                     try await LoopbackHTTP.scrape(port: port)[#"pushchat_app_pending{app="default",platform="apns"}"#] == 5
@@ -166,7 +167,7 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("pushchat_feedback.prom").path
-        try FeedbackMetrics.write(
+        try TextfileMetrics.write(
             FeedbackMetrics.exposition(
                 report: report,
                 duration: .milliseconds(1500),

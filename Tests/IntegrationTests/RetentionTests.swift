@@ -63,6 +63,50 @@ import Testing
         }
     }
 
+    /// `--metrics-file`: the run's figures for node_exporter (the prune-stale alert), written whole and readable by
+    /// all; a run that fails writes `success 0` and exits non-zero.
+    @Test func thePruneJobWritesItsFiguresForTheTextfileCollector() async throws {
+        let directory = NSTemporaryDirectory() + "pushchat-prune-metrics-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        ServiceUser.own(directory)  // as the unit's ReadWritePaths= gives it the metrics folder
+        let file = directory + "/pushchat_prune.prom"
+        try await TestDatabase.withFreshDatabase { url in
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO messages (secret_code, sender_udid, sender_name, text, created_at) VALUES
+                    ('r', 'a', 'Ann', 'old', now() - interval '40 days'), ('r', 'a', 'Ann', 'older', now() - interval '50 days')
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            let environment = ["PUSHCHAT_DATABASE_URL": url.connectionString, "PUSHCHAT_LOG_FILE": "-"]
+            let prune = Executable(name: "pushchat-api")
+            let ran = try prune.run(
+                ["queue", "prune", "--older-than", "7d", "development", "--metrics-file", file],
+                environment: environment
+            )
+            #expect(ran.status == 0, "\(ran.standardError)")
+            let scrape = Scrape(try String(contentsOfFile: file, encoding: .utf8))
+            #expect(scrape["pushchat_prune_success"] == 1)
+            #expect(scrape["pushchat_prune_rows_deleted"] == 2)
+            #expect(scrape.number("pushchat_prune_last_run_timestamp_seconds") >= Date().timeIntervalSince1970 - 60)
+            #expect(scrape["process_resident_memory_bytes"] == nil, "only the job's figures: node_exporter exports its own")
+            let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+            #expect(mode == 0o644)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["pushchat_prune.prom"], "no temporary left")
+            var unreachable = environment
+            unreachable["PUSHCHAT_DATABASE_URL"] = "postgres://nobody@127.0.0.1:1/none"
+            let failed = try prune.run(
+                ["queue", "prune", "--older-than", "7d", "development", "--metrics-file", file],
+                environment: unreachable
+            )
+            #expect(failed.status != 0)
+            #expect(Scrape(try String(contentsOfFile: file, encoding: .utf8))["pushchat_prune_success"] == 0)
+        }
+    }
+
     /// Provider notifications go once they are past the age and every queue row of theirs is gone (rows sent past
     /// the age are pruned first, in the same run); idempotency keys after their 24 hours, whatever the age asked.
     @Test func providerNotificationsWithoutRowsAndIdempotencyKeysPastADayArePruned() async throws {

@@ -17,10 +17,14 @@ final class AccessTokens: Sendable {
     private let state = Mutex<(cache: AccessTokenCache, generation: Int)>((AccessTokenCache(), 0))
     private let fetches = Atomic<Int>(0)
 
-    init(account: ServiceAccount, client: HTTPClient, logger: Logger) {
+    /// Told of every fetch that fails (the token URI refused, or did not answer with a token).
+    let onFailure: @Sendable () -> Void
+
+    init(account: ServiceAccount, client: HTTPClient, logger: Logger, onFailure: @escaping @Sendable () -> Void = {}) {
         self.account = account
         self.client = client
         self.logger = logger
+        self.onFailure = onFailure
     }
 
     /// Tokens fetched so far.
@@ -76,6 +80,7 @@ final class AccessTokens: Sendable {
             logger.debug("FCM access token fetched", metadata: ["fcm.expires": "\(token.expires)"])
         } catch {
             state.withLock { $0.cache.refreshFailed() }
+            onFailure()
             logger.error("Cannot get an FCM access token from \(account.tokenURI.absoluteString): \(error)")
             throw error
         }

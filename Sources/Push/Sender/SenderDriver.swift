@@ -47,6 +47,8 @@ struct SenderDriver<D: Destination>: Sendable {
         var limit = Int.max
         var attempts = 0
         let inFlight = metrics.inFlight(connection: context.queue.traffic == .bulk ? "bulk-\(index)" : "\(index)")
+        // The series exists at 0 before the first connection: an alert sees a sender that never connected.
+        metrics.gatewayConnected(app: context.queue.app, platform: context.queue.platform.rawValue).increment(by: 0)
         while !shutdown.isRequested {
             if let demand, isElastic, carry.isEmpty {
                 // Dormant until every open connection is saturated while rows wait.
@@ -124,9 +126,8 @@ struct SenderDriver<D: Destination>: Sendable {
         logger.info("Connection OK\(destination.interface)")
         demand?.opened(index)
         status.connectionOpened()
-        metrics.connected.increment()
-        let appConnections = metrics.appConnections(context.queue.app)
-        appConnections.increment()
+        let connected = metrics.gatewayConnected(app: context.queue.app, platform: context.queue.platform.rawValue)
+        connected.increment()
         // The reader runs until the link's events end (every request is accounted for by then); the writer until the
         // session closes, then it waits for the answers in flight and closes the connection.
         await withTaskGroup(of: Void.self) { group in
@@ -135,8 +136,7 @@ struct SenderDriver<D: Destination>: Sendable {
             group.addTask { await claim(session: session) }
             await group.waitForAll()
         }
-        metrics.connected.decrement()
-        appConnections.decrement()
+        connected.decrement()
         status.connectionClosed()
         demand?.closed(index)
         inFlight.set(0)
