@@ -1,5 +1,5 @@
 # The two commands of the README, plus a build, the benchmark and the installation.
-.PHONY: run test build bench release release-bin-path install
+.PHONY: run test build bench release release-bin-path dist install
 
 PREFIX ?= /opt/pushchat
 # The installed binaries carry the Swift runtime (--static-swift-stdlib): they run on a server without the toolchain.
@@ -20,22 +20,22 @@ build:
 bench:
 	./scripts/bench.sh
 
-# Builds what `install` installs; run it as yourself, then `sudo make install`.
+# Builds the programs a release carries (run it as yourself).
 release:
 	swift build $(SWIFT_INSTALL_FLAGS)
-	@# The release's name for `make install` (releases/VERSION): the commit's date and hash, "-modified" with changes.
-	@{ git log -1 --format=%cd-%h --date=format:%Y%m%d%H%M%S 2>/dev/null || date +%Y%m%d%H%M%S-local; } | tr -d '\n' \
-		>"$(INSTALL_BUILD)/$(CONFIGURATION)/pushchat-version"
-	@if [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then \
-		echo -modified >>"$(INSTALL_BUILD)/$(CONFIGURATION)/pushchat-version"; \
-	else echo >>"$(INSTALL_BUILD)/$(CONFIGURATION)/pushchat-version"; fi
 
 # Where `release` puts the binaries (the deployment test runs the simulator from there).
 release-bin-path:
 	@swift build $(SWIFT_INSTALL_FLAGS) --show-bin-path
 
-# bin/ (the three programs), migrations/, config/ (the example configuration) and deploy/ (units, timers, crontab,
-# environment files, guide) under PREFIX. Checks that no binary needs the toolchain's runtime. It builds nothing (root
-# needs no Swift on its PATH, and the build's files stay yours): run `make release` first, as yourself.
+# The release as one tarball, dist/pushchat-VERSION.tar.gz (scripts/dist.sh says what it holds): built once here,
+# installed on servers that have no Swift, git or make with its own bin/pushchat-release (deploy/README.md, §1).
+dist: release
+	./scripts/dist.sh "$(INSTALL_BUILD)/$(CONFIGURATION)" $(PROGRAMS)
+
+# Installs the newest `make dist` folder under PREFIX with its pushchat-release (on this machine: as root, after
+# `make dist` as yourself; it builds nothing). Upgrades go through `pushchat-release upgrade` (§16).
 install:
-	./scripts/install.sh "$(PREFIX)" "$(INSTALL_BUILD)/$(CONFIGURATION)" $(PROGRAMS)
+	@dir=$$(ls -1td dist/pushchat-*/ 2>/dev/null | head -n 1); \
+	[ -n "$$dir" ] || { echo "make install: no release in dist/: run make dist first, as yourself" >&2; exit 1; }; \
+	PUSHCHAT_PREFIX="$(PREFIX)" "$${dir}bin/pushchat-release" install

@@ -3,8 +3,9 @@
 # operator deploys on Debian, with the local APNs simulator standing in for Apple.
 #
 #   1. the guide's command blocks marked <!-- deploy-test: NAME --> run as written (sudo -u U → runuser, paths under
-#      the scratch folder): make release, make install, the service user, /etc/pushchat, the key, the database role
-#      and database (createuser --pwprompt, answered), migrate, the metrics folder;
+#      the scratch folder; systemctl answered by the test): make dist, the tarball checked and installed with its
+#      pushchat-release on a PATH without Swift (a damaged copy refused), the service user, /etc/pushchat, the key,
+#      the database role and database (createuser --pwprompt, answered), migrate, the metrics folder;
 #   2. a stock Debian PostgreSQL cluster (pg_createcluster: ssl = on with the self-signed "snakeoil" certificate,
 #      peer and scram-sha-256 authentication);
 #   3. the environment file made from the example with only its CHANGE-ME values filled (a password that needs
@@ -18,13 +19,20 @@
 #   7. the guide's PgBouncer block (Debian's pgbouncer, transaction pooling, a pool of 2 server connections): three
 #      API processes (drop-ins for their ports) and the daemon through it, chat traffic delivered once each;
 #   8. Debian's nginx with deploy/nginx-pushchat.conf in front of the API: the app's API, /v1 and /readyz through it;
-#   9. the guide's backup block, and its restore block into a second cluster: what was pending in the dump is sent;
+#   9. the guide's backup block (the timer's service: a verified dump in a root-only folder, old backups deleted, a
+#      metric), its drill (the dump restored beside, counted, nothing sent), and its restore block into a second
+#      cluster (PgBouncer's userlist rebuilt): what was pending in the dump is sent, once;
 #  10. promtool on deploy/prometheus.yml and deploy/alerts.yml, whose metrics the programs exported during the test,
 #      and the rules' unit tests (deploy/alerts-test.yml, one or more per rule);
 #  11. systemd-analyze verify on the units (required: scripts/test.sh installs Debian's systemd when missing).
 #
 # Needs root (it creates the users pushchat and pushchat-api and a PostgreSQL cluster; all are removed at the end
 # unless they existed). Run by `scripts/test.sh` and CI; takes a few minutes plus the release build.
+#
+# The upgrade (§16) goes from the commit before the newest migration to this one with pushchat-release under chat
+# traffic, with a lower bound on the messages accepted before, during and after it; a release whose migration fails
+# stops before the switch (the running one keeps serving, nothing restarts) and switching to it is refused; the
+# rollback runs the target's own schema check and puts its units back; then forward again and migrate --contract.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -41,16 +49,20 @@ chmod 755 "$scratch"
 prefix=$scratch/opt/pushchat
 etc=$scratch/etc/pushchat
 metrics=$scratch/var/lib/prometheus/node-exporter
-maps=(--map "/opt/pushchat=$prefix" --map "/etc/pushchat=$etc" --map "/var/lib/prometheus/node-exporter=$metrics")
+maps=(--map "/opt/pushchat=$prefix" --map "/etc/pushchat=$etc" --map "/var/lib/prometheus/node-exporter=$metrics"
+    --map "/var/backups/pushchat=$scratch/backups")
 pg_version=$(basename "$(dirname "$(pg_bindir)")")
 cluster=deploytest$$
 created_users=()
 pids=()
 
 step() { echo "==> deploy-test: $*"; }
+# The test's own standard error, for die: a failure inside a guide line's run (whose output goes to guide.log) is
+# still reported where the test's output goes.
+exec 8>&2
 die() {
-    echo "deploy-test: FAILED: $*" >&2
-    for log in "$scratch"/*.log; do [ -f "$log" ] && { echo "--- $log" >&2; tail -n 30 "$log" >&2; }; done
+    echo "deploy-test: FAILED: $*" >&8
+    for log in "$scratch"/*.log; do [ -f "$log" ] && { echo "--- $log" >&8; tail -n 30 "$log" >&8; }; done
     exit 1
 }
 
@@ -59,7 +71,8 @@ cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     # SIGINT: PgBouncer's fast shutdown (SIGTERM waits for its clients), as Debian's unit stops it.
-    [ -n "$bouncer_pid" ] && kill -INT "$bouncer_pid" 2>/dev/null
+    [ -z "$bouncer_pid" ] || kill -INT "$bouncer_pid" 2>/dev/null || true
+    [ -z "$guide_job" ] || kill -- -"$guide_job" 2>/dev/null || true
     pg_dropcluster --stop "$pg_version" "$cluster" >/dev/null 2>&1 || true
     pg_dropcluster --stop "$pg_version" "${cluster}r" >/dev/null 2>&1 || true
     for user in "${created_users[@]}"; do userdel "$user" 2>/dev/null; done
@@ -82,17 +95,20 @@ guide_block() {
 # Runs the guide's block NAME line by line, as written but for the scratch paths, in DIR with INPUT on standard
 # input and without a terminal (setsid), so prompts read standard input.
 run_guide_block() {
-    local name=$1 dir=$2 input=$3 line command
+    local block=$1 dir=$2 input=$3 line command path
     local lines
-    lines=$(guide_block "$name")
-    [ -n "$lines" ] || die "deploy/README.md has no block marked deploy-test: $name"
+    lines=$(guide_block "$block")
+    [ -n "$lines" ] || die "deploy/README.md has no block marked deploy-test: $block"
     while IFS= read -r line; do
         [ -n "$line" ] || continue
         command=$(printf '%s\n' "$line" | sed -e "s#/opt/pushchat#$prefix#g" -e "s#/etc/pushchat#$etc#g" \
             -e "s#/var/lib/prometheus/node-exporter#$metrics#g" -e "s#localhost:5432/#localhost:${pg_port:-5432}/#g" \
-            -e "s#/etc/pgbouncer#$scratch/etc/pgbouncer#g" -e "s#ABC123DEFG#DEVKEY0001#g" -e "s#DEF123GHIJ#DEVTEAM001#g" \
+            -e "s#/etc/pgbouncer#$scratch/etc/pgbouncer#g" -e "s#ABC123DEFG#DEVKEY0001#g" -e "s#DEF123GHIJ#DEVTEAM001#g" -e "s#NEWKEY1234#BETAKEY001#g" \
+            -e "s#NEW-PASSWORD-PERCENT-ENCODED#${new_password_encoded:-}#g" \
             -e "s#/var/backups/pushchat#$scratch/backups#g" -e "s#/etc/systemd/system/#$scratch/etc/systemd/system/#g" \
-            -e "s#20261101120000-abc1234#${rollback_to:-}#g" \
+            -e "s#/etc/nginx#$scratch/etc/nginx#g" -e "s#/var/www/letsencrypt#$scratch/www/letsencrypt#g" \
+            -e "s#/etc/nftables#$scratch/etc/nftables#g" \
+            -e "s#20261101120000-abc1234#${rollback_to:-}#g" -e "s#pushchat-20261201090000-def5678#pushchat-${release_version:-}#g" \
             -e 's#sudo -u \([a-z_-]*\) #runuser -u \1 -- #g' -e 's#sudo ##g')
         case "$command" in
         "apt-get install "*)
@@ -118,6 +134,43 @@ run_guide_block() {
             echo "    (guide) $line   [restarted from the unit files]"
             continue
             ;;
+        "nginx -t")
+            adapt_nginx_sites
+            nginx -t -c "$scratch/etc/nginx/nginx.conf" >>"$scratch/nginx.log" 2>&1 || die "nginx -t: $(tail -n 3 "$scratch/nginx.log")"
+            echo "    (guide) $line   [the scratch copy of /etc/nginx]"
+            continue
+            ;;
+        "systemctl reload nginx")
+            reload_nginx
+            echo "    (guide) $line   [nginx started or reloaded from the scratch copy]"
+            continue
+            ;;
+        "certbot certonly "*)
+            # A stand-in for Let's Encrypt: the development certificate where certbot puts the host's.
+            install -d "$scratch/etc/letsencrypt/live/push.example.com"
+            cp "$certs/server.pem" "$scratch/etc/letsencrypt/live/push.example.com/fullchain.pem"
+            cp "$certs/server-key.pem" "$scratch/etc/letsencrypt/live/push.example.com/privkey.pem"
+            echo "    (guide) $line   [the development certificate in certbot's place]"
+            continue
+            ;;
+        "nft -c -f "*)
+            unshare -n nft -c -f "${command#nft -c -f }" >>"$scratch/guide.log" 2>&1 || die "nft -c: $(tail -n 3 "$scratch/guide.log")"
+            echo "    (guide) $line   [checked]"
+            continue
+            ;;
+        "systemctl enable --now nftables")
+            # Loaded in a network namespace of its own: this machine's own firewall is not touched.
+            unshare -n sh -c "nft -f '$scratch/etc/nftables.conf' && nft list ruleset" >"$scratch/nftables.log" 2>&1 \
+                || die "nft -f: $(tail -n 3 "$scratch/nftables.log")"
+            echo "    (guide) $line   [loaded in a private network namespace]"
+            continue
+            ;;
+        "systemctl reload pgbouncer")
+            kill -HUP "$bouncer_pid" || die "systemctl reload pgbouncer: PgBouncer is not running"
+            sleep 0.5
+            echo "    (guide) $line   [SIGHUP: PgBouncer reads its files again]"
+            continue
+            ;;
         "systemctl restart pgbouncer")
             # No systemd here: PgBouncer as Debian's unit runs it (User=postgres, the ini as its argument).
             start_pgbouncer
@@ -126,9 +179,103 @@ run_guide_block() {
             ;;
         esac
         echo "    (guide) $line"
-        (cd "$dir" && setsid -w bash -c "$command" <"$input") >>"$scratch/guide.log" 2>&1 \
+        # The build machine's block has the toolchain; every other runs on the server's PATH, which has none.
+        if [ "$block" = dist ]; then path=$PATH; else path=$server_path; fi
+        run_served "$dir" "$input" "$command" "$path" >>"$scratch/guide.log" 2>&1 \
             || die "the guide's line failed: $line (see guide.log)"
     done <<<"$lines"
+}
+
+# nginx as the guide installs it, in a scratch copy of Debian's /etc/nginx: the sites' ports moved to free loopback
+# ports, certbot's paths to the scratch folder (the stand-in above put the certificate there).
+nginx_pid=""
+adapt_nginx_sites() {
+    local file
+    for file in "$scratch/etc/nginx/sites-available"/pushchat*; do
+        [ -f "$file" ] || continue
+        sed -i -e "s#listen 80;#listen 127.0.0.1:$nginx_http_port;#" -e "s#listen \[::\]:80;#listen [::1]:$nginx_http_port;#" \
+            -e "s#listen 443 ssl;#listen 127.0.0.1:$nginx_port ssl;#" -e "s#listen \[::\]:443 ssl;#listen [::1]:$nginx_port ssl;#" \
+            -e "s# /etc/letsencrypt# $scratch/etc/letsencrypt#g" -e "s# /var/www/letsencrypt# $scratch/www/letsencrypt#g" "$file"
+    done
+}
+reload_nginx() {
+    adapt_nginx_sites
+    if [ -n "$nginx_pid" ]; then
+        kill -HUP "$nginx_pid"
+        sleep 0.5
+    else
+        nginx -c "$scratch/etc/nginx/nginx.conf" -g 'daemon off;' >>"$scratch/nginx.log" 2>&1 &
+        nginx_pid=$!
+        pids+=("$nginx_pid")
+    fi
+}
+
+# The server's PATH: no Swift (the toolchain lives under /opt/swift), the test's systemctl first.
+server_path=$scratch/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+! env PATH="$server_path" sh -c 'command -v swift' >/dev/null || die "swift is on the server's PATH ($server_path)"
+# systemctl, as the programs the guide runs call it (pushchat-release): it asks the test, through a FIFO, to do what
+# systemd would, and waits for the answer.
+mkdir -p "$scratch/bin"
+systemctl_fifo=$scratch/systemctl.fifo
+mkfifo "$systemctl_fifo" "$systemctl_fifo.ack"
+exec 7<>"$systemctl_fifo"
+cat >"$scratch/bin/systemctl" <<SHIM
+#!/bin/sh
+printf '%s\n' "\$*" >"$systemctl_fifo"
+read -r answer <"$systemctl_fifo.ack"
+[ "\$answer" = ok ] || { echo "systemctl: \$answer" >&2; exit 1; }
+SHIM
+chmod 755 "$scratch/bin/systemctl"
+guide_job=""
+
+# Runs COMMAND with bash in DIR with INPUT on standard input, without a terminal (setsid: prompts read standard
+# input), on PATH, with pushchat-release's settings pointing at the scratch folder, doing what systemd would for
+# each systemctl it calls. Returns the command's status.
+run_served() {
+    local dir=$1 input=$2 command=$3 path=$4 request
+    (cd "$dir" && setsid -w env PATH="$path" PUSHCHAT_PREFIX="$prefix" PUSHCHAT_ETC="$etc" \
+        PUSHCHAT_UNITS_DIR="$scratch/etc/systemd/system" \
+        PUSHCHAT_MIGRATE_URL="postgres://postgres@localhost:${pg_port:-5432}/pushchat?host=/run/postgresql" \
+        bash -c "$command" <"$input") &
+    guide_job=$!
+    while :; do
+        if read -r -t 0.2 -u 7 request; then
+            serve_systemctl "$request"
+            continue
+        fi
+        kill -0 "$guide_job" 2>/dev/null || break
+    done
+    wait "$guide_job"
+}
+
+serve_systemctl() {
+    local answer=ok name
+    case "$1" in
+    daemon-reload) echo "    (systemctl) daemon-reload   [no systemd: the units are read at each start]" ;;
+    "enable --now "*.timer) echo "    (systemctl) $1   [no systemd: the test starts the timer's service itself]" ;;
+    "start "*)
+        # A oneshot, as the timer would start it: the unit in /etc/systemd/system with its drop-ins, in the foreground.
+        for name in ${1#start }; do
+            local file=$scratch/etc/systemd/system/$name.service dropins=()
+            for conf in "$file.d"/*.conf; do [ -f "$conf" ] && dropins+=(--dropin "$conf"); done
+            python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "${dropins[@]}" "$file" >"$scratch/$name.log" 2>&1 \
+                || answer="$name failed with status $? (see $name.log)"
+        done
+        echo "    (systemctl) $1   [run from the unit file: $answer]"
+        ;;
+    "restart "*)
+        for name in ${1#restart }; do restart_unit "$name"; done
+        echo "    (systemctl) $1   [restarted from the unit files]"
+        ;;
+    *) answer="the deployment test does not do: systemctl $1" ;;
+    esac
+    timeout 10 sh -c 'echo "$1" >"$2"' - "$answer" "$systemctl_fifo.ack" || die "systemctl $1 did not take its answer"
+}
+
+# The programs need nothing beyond the C library's own libraries (make dist checks it on the build machine too).
+only_libc() {
+    ldd "$1" | awk '{ print $1 }' | grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|/lib/ld-linux|lib(c|m|dl|rt|pthread|util|gcc_s|stdc\+\+|z)\.so)' && return 1
+    return 0
 }
 
 free_port() { pg_free_port; }
@@ -169,12 +316,34 @@ start_pgbouncer() {
 
 start=$(date +%s)
 
-step "install (the guide's §1: make release, make install, the user, /etc/pushchat)"
-run_guide_block install "$repo" /dev/null
-for program in pushchat-api pushchat-push pushchat-feedback; do
-    [ -x "$prefix/current/bin/$program" ] || die "make install did not install bin/$program"
-    if ldd "$prefix/current/bin/$program" | grep -q "/opt/swift\|libswiftCore"; then die "$program needs the toolchain's runtime"; fi
+step "the release (the guide's §1): make dist on the build machine, installed from the tarball on a PATH without Swift"
+run_guide_block dist "$repo" /dev/null
+tarball=$(ls -1t "$repo"/dist/pushchat-*.tar.gz | head -n 1)
+release_version=$(basename "$tarball" .tar.gz)
+release_version=${release_version#pushchat-}
+echo "    the release: $release_version ($(du -h "$tarball" | cut -f1))"
+# The server's folder the two files were copied to.
+server=$scratch/server
+mkdir -p "$server"
+cp "$tarball" "$tarball.sha256" "$server/"
+# A damaged copy is refused before anything is installed.
+mkdir -p "$scratch/damaged"
+tar -xzf "$tarball" -C "$scratch/damaged"
+printf 'x' >>"$scratch/damaged/pushchat-$release_version/bin/pushchat-push"
+if run_served "$scratch/damaged" /dev/null "pushchat-$release_version/bin/pushchat-release install" "$server_path" >"$scratch/damaged.log" 2>&1; then
+    die "pushchat-release installed a release whose pushchat-push does not match SHA256SUMS"
+fi
+grep -q "does not match its SHA256SUMS" "$scratch/damaged.log" || die "the damaged release was refused without saying why: $(cat "$scratch/damaged.log")"
+[ ! -e "$prefix/releases/$release_version" ] || die "the damaged release was copied under releases/"
+run_guide_block install "$server" /dev/null
+[ "$(readlink "$prefix/current")" = "releases/$release_version" ] || die "pushchat-release install did not point current at releases/$release_version"
+for program in pushchat-api pushchat-push pushchat-feedback pushchat-release; do
+    [ -x "$prefix/current/bin/$program" ] || die "pushchat-release install did not install bin/$program"
 done
+for program in pushchat-api pushchat-push pushchat-feedback; do
+    extra=$(only_libc "$prefix/current/bin/$program") || die "$program needs more than the C library: $extra"
+done
+(cd "$prefix/current" && sha256sum --check --quiet SHA256SUMS) || die "the installed release does not match its SHA256SUMS"
 for file in pushchat.env apns.env; do
     [ "$(stat -c '%a %U %G' "$etc/$file")" = "640 root pushchat" ] || die "$file is not 0640 root:pushchat"
 done
@@ -192,16 +361,26 @@ run_guide_block key "$keys" /dev/null
 [ "$(stat -c '%a %U %G' "$etc/AuthKey_DEVKEY0001.p8")" = "640 root pushchat" ] || die "the key is not 0640 root:pushchat"
 install -m 644 "$certs/ca.pem" "$etc/apns-ca.pem"
 printf '%s\n' "$(printf 'ab%.0s' {1..32})" >"$scratch/unregistered.txt"
+# A second key of the same Firebase service account (the rotation below): Google's side knows both.
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$scratch/fcm-key-2.pem" 2>/dev/null
+python3 - "$certs/fcm-service-account.json" "$scratch/fcm-key-2.pem" "$keys/fcm-service-account-2.json" <<'EOF'
+import json, sys
+account = json.load(open(sys.argv[1]))
+account["private_key"] = open(sys.argv[2]).read()
+account["private_key_id"] = "2" * 40
+json.dump(account, open(sys.argv[3], "w"), indent=2)
+EOF
 http2_port=$(free_port)
-# Built by `make release` beside the programs it installs.
+# Built by `make dist` beside the programs it packs.
 simulator=$(make -s -C "$repo" --no-print-directory release-bin-path)/pushchat-apns-sim
-[ -x "$simulator" ] || die "the simulator was not built by make release ($simulator)"
+[ -x "$simulator" ] || die "the simulator was not built by make dist ($simulator)"
 # A copy runs: the upgrade below builds into the same folder while the simulator keeps running.
 cp "$simulator" "$scratch/pushchat-apns-sim"
 simulator=$scratch/pushchat-apns-sim
 "$simulator" --certs "$certs" --gateway-port 0 --feedback-port 0 --http2-port "$http2_port" --no-status \
     --topic com.example.PushChat --topic com.example.PushChat.beta --unregistered "$scratch/unregistered.txt" --record "$scratch/record.jsonl" \
-    --fcm-port "$fcm_port" --fcm-service-account "$certs/fcm-service-account.json" \
+    --topic com.example.PushChat.gamma --fcm-port "$fcm_port" --fcm-service-account "$certs/fcm-service-account.json" \
+    --fcm-service-account "$keys/fcm-service-account-2.json" \
     >"$scratch/simulator.log" 2>&1 &
 pids+=($!)
 
@@ -250,7 +429,7 @@ done
 grep -q '^PUSHCHAT_APNS_KEY' "$etc/pushchat.env" && die "pushchat.env (read by the API's unit) names the APNs key"
 # §1 again (an operator repeating it, an upgrade): the users and the filled-in files stay as they are.
 filled=$(sha256sum "$etc/pushchat.env" "$etc/apns.env" "$etc/pushchat.json")
-run_guide_block install "$repo" /dev/null
+run_guide_block install "$server" /dev/null
 [ "$(sha256sum "$etc/pushchat.env" "$etc/apns.env" "$etc/pushchat.json")" = "$filled" ] || die "running §1 again changed the settings"
 {
     echo "# deploy-test: the local simulator stands in for Apple"
@@ -263,7 +442,7 @@ run_guide_block install "$repo" /dev/null
 step "Android phones (the guide's §3): the Firebase service account, the sender's alone"
 cp "$certs/fcm-service-account.json" "$keys/"
 run_guide_block android "$keys" /dev/null
-[ "$(stat -c '%a %U %G' "$etc/fcm-service-account.json")" = "600 pushchat pushchat" ] || die "the service account is not 0600 pushchat:pushchat"
+[ "$(stat -c '%a %U %G' "$etc/fcm-service-account.json")" = "640 root pushchat" ] || die "the service account is not 0640 root:pushchat"
 grep -q "^PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE=$etc/fcm-service-account.json$" "$etc/apns.env" || die "apns.env does not name the service account"
 
 step "migrate as the owner, the services' grants (the guide's §4) and the metrics folder (§6)"
@@ -304,6 +483,9 @@ restart_unit() {
     [ -n "$pid" ] || die "systemctl restart $1: the unit is not running"
     kill -TERM "$pid"
     wait "$pid" || die "$1 exited with status $? on systemctl restart"
+    local kept=() other
+    for other in "${pids[@]}"; do [ "$other" = "$pid" ] || kept+=("$other"); done
+    pids=("${kept[@]}")
     restarts=$((${restarts:-0} + 1))
     start_unit "$name" "$scratch/$1-restart-$restarts.log"
 }
@@ -336,6 +518,13 @@ tr '\0' '\n' <"/proc/$push_pid/environ" | grep -q '^PUSHCHAT_APNS_KEY_FILE=.*/Au
 for file in AuthKey_DEVKEY0001.p8 apns.env pushchat.env fcm-service-account.json; do
     runuser -u pushchat-api -- cat "$etc/$file" >/dev/null 2>&1 && die "the API's user can read $file"
     runuser -u pushchat -- cat "$etc/$file" >/dev/null 2>&1 || die "the sender's user cannot read $file"
+done
+# Nothing under /etc/pushchat is writable by the services' users: a compromised daemon cannot replace a key, a
+# certificate or its own settings.
+for file in "$etc"/* "$etc"; do
+    for user in pushchat pushchat-api; do
+        runuser -u "$user" -- test -w "$file" && die "$user may write $file"
+    done
 done
 
 step "two joins and a message (and a device Apple calls unregistered)"
@@ -444,6 +633,7 @@ grep -q '^pushchat_feedback_success 1' "$metrics/pushchat_feedback.prom" || die 
 [ "$(stat -c '%a' "$metrics/pushchat_feedback.prom")" = 644 ] || die "node_exporter cannot read the metrics file"
 unit pushchat-prune.service >"$scratch/prune.log" 2>&1 || die "the prune job failed"
 grep -q "rows older than 7d deleted" "$scratch/prune.log" || die "the prune job logged nothing"
+grep -q '^pushchat_prune_success 1' "$metrics/pushchat_prune.prom" || die "the prune job's metrics file does not say success"
 
 step "the crontab's lines, as cron runs them (sh, as the user pushchat)"
 install -d -o pushchat "$scratch/cron"
@@ -460,6 +650,49 @@ grep -q "rows older than 7d deleted" "$scratch/cron/pushchat-prune.log" || die "
 curl -fsS http://127.0.0.1:44449/metrics >"$scratch/exported.metrics" || die "the API's /metrics"
 curl -fsS http://127.0.0.1:44448/metrics >>"$scratch/exported.metrics" || die "the push daemon's /metrics"
 cat "$metrics/pushchat_feedback.prom" >>"$scratch/exported.metrics"
+cat "$metrics/pushchat_prune.prom" >>"$scratch/exported.metrics" || die "the prune job wrote no metrics file"
+
+step "rotations (the guide's §10): the team's .p8 key with an app that names it, and the Firebase service account's key"
+# gamma: an app added with the team's key file, as §4 adds one; the rotation moves it to the new key.
+(cd "$prefix/current" && runuser -u postgres -- env "PUSHCHAT_DATABASE_URL=postgres://postgres@localhost:$pg_port/pushchat?host=/run/postgresql" \
+    bin/pushchat-api apps add gamma production --role pushchat_owner --bundle-id com.example.PushChat.gamma --environment sandbox \
+    --key-file "$etc/AuthKey_DEVKEY0001.p8" --team-id DEVTEAM001) >>"$scratch/guide.log" 2>&1 || die "apps add gamma"
+cp "$certs/AuthKey_BETAKEY001.p8" "$keys/"
+run_guide_block rotate-key "$keys" /dev/null
+grep -q "^gamma.*key DEVKEY0001 team DEVTEAM001 $etc/AuthKey_DEVKEY0001.p8" "$scratch/guide.log" || die "apps list did not show gamma's key file"
+run_guide_block rotate-key-done "$keys" /dev/null
+[ ! -e "$etc/AuthKey_DEVKEY0001.p8" ] || die "the old key's file is still there"
+# Both apps send with the new key: the default app (apns.env) and gamma (apps update), the old file gone.
+token_g=$(printf '9a%.0s' {1..32})
+token_h=$(printf '9b%.0s' {1..32})
+db "INSERT INTO push_queue (app, device_token, payload) VALUES
+    ('gamma', '$token_g', '{\"aps\":{\"alert\":\"gamma, new key\"}}'), ('default', '$token_h', '{\"aps\":{\"alert\":\"default, new key\"}}')" >/dev/null
+for _ in $(seq 1 200); do
+    grep -q "$token_g" "$scratch/record.jsonl" && grep -q "$token_h" "$scratch/record.jsonl" && break
+    sleep 0.1
+done
+grep "$token_g" "$scratch/record.jsonl" | grep '"topic":"com.example.PushChat.gamma"' | grep -q '"key_id":"BETAKEY001"' \
+    || die "gamma did not send with the new key after apps update"
+grep "$token_h" "$scratch/record.jsonl" | grep -q '"key_id":"BETAKEY001"' || die "the default app did not send with the new key"
+echo "    the team key rotated: the default app and gamma sign with BETAKEY001, the old file deleted"
+run_guide_block rotate-fcm "$keys" /dev/null
+[ "$(stat -c '%a %U %G' "$etc/fcm-service-account-2.json")" = "640 root pushchat" ] || die "the new service account is not 0640 root:pushchat"
+run_guide_block rotate-fcm-done "$keys" /dev/null
+[ ! -e "$etc/fcm-service-account.json" ] || die "the old service account's file is still there"
+restart_unit pushchat-push
+[ "$(post --data-urlencode cmd=join --data-urlencode udid=4444444444444444444444444444444444444444 --data-urlencode "token=$token_i" --data-urlencode name=Eve --data-urlencode code=rotated)" = 200 ] || die "join Eve"
+[ "$(post --data-urlencode cmd=join --data-urlencode udid=5555555555555555555555555555555555555555 --data-urlencode "token=$token_f" --data-urlencode name=Dee --data-urlencode code=rotated --data-urlencode platform=fcm)" = 200 ] || die "join Dee"
+[ "$(post --data-urlencode cmd=message --data-urlencode udid=4444444444444444444444444444444444444444 --data-urlencode 'text=After the rotation')" = 200 ] || die "message after the rotation"
+for _ in $(seq 1 100); do
+    grep "$token_f" "$scratch/record.jsonl" | grep -q 'After the rotation' && break
+    sleep 0.1
+done
+grep "$token_f" "$scratch/record.jsonl" | grep -q 'Eve: After the rotation' || die "no Android notification with the new service-account key"
+grep -q 'Connection OK (FCM)' "$scratch/pushchat-push-restart-$restarts.log" || die "no FCM connection after the rotation"
+for udid in 4444444444444444444444444444444444444444 5555555555555555555555555555555555555555; do
+    [ "$(post --data-urlencode cmd=leave --data-urlencode udid=$udid)" = 200 ] || die "leave $udid"
+done
+echo "    the service account's key rotated: Android sends with fcm-service-account-2.json, the old file deleted"
 
 step "SIGTERM stops the services with status 0"
 for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
@@ -550,6 +783,24 @@ wait "$sampler"
 most=$(cat "$scratch/backends-most")
 [ "$most" -le 3 ] || die "the services held $most PostgreSQL backends (PgBouncer's pool of 2 and one LISTEN at most)"
 echo "    $expected notifications through 3 APIs and the daemon behind PgBouncer, at most $most backends at once"
+# The services' database password rotated (§10) while they run through PgBouncer: old connections stay, the restarted
+# API and daemon log in with the new one, the old one is refused.
+old_url=$(grep '^PUSHCHAT_DATABASE_LISTEN_URL=' "$etc/pushchat.env" | cut -d= -f2-)
+new_password='Rotated&pass/w0rd#2'
+new_password_encoded=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$new_password")
+printf '%s\n%s\n' "$new_password" "$new_password" >"$scratch/password-input"
+run_guide_block rotate-db-password "$repo" "$scratch/password-input"
+grep -q "^PUSHCHAT_DATABASE_URL=postgres://pushchat:$new_password_encoded@localhost:$bouncer_port/" "$etc/pushchat.env" \
+    && grep -q "^PUSHCHAT_DATABASE_LISTEN_URL=postgres://pushchat:$new_password_encoded@localhost:$pg_port/" "$etc/pushchat.env" \
+    || die "the rotation did not put the new password in both URLs"
+psql "$old_url" -qtAc 'SELECT 1' >/dev/null 2>&1 && die "the old database password still logs in"
+for _ in $(seq 1 100); do curl -fsS http://127.0.0.1:44448/readyz >/dev/null 2>&1 && break; sleep 0.2; done
+curl -fsS http://127.0.0.1:44447/readyz >/dev/null && curl -fsS http://127.0.0.1:44448/readyz >/dev/null \
+    || die "the services are not ready after the password rotation"
+[ "$(post --data-urlencode cmd=message --data-urlencode "udid=$(printf '%040d' 9001)" --data-urlencode 'text=rotated 1')" = 200 ] \
+    || die "a message after the password rotation"
+delivered_once rotated "$((members - 1))" "after the password rotation"
+echo "    the database password rotated: the restarted services log in through PgBouncer with the new one"
 for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
 for pid in "${pids[@]:1}"; do wait "$pid" || die "a service behind PgBouncer exited with status $? on SIGTERM"; done
 pids=("${pids[0]}")
@@ -559,37 +810,39 @@ command -v nginx >/dev/null || die "nginx is not installed (scripts/test.sh inst
 # The guide's settings for a proxy in front, in the environment file.
 printf '%s\n' PUSHCHAT_API_HOST=127.0.0.1 PUSHCHAT_API_TRUSTED_PROXIES=127.0.0.1/32 PUSHCHAT_API_MAX_CONNECTIONS_PER_IP=0 \
     >>"$etc/pushchat.env"
-nginx_dir=$scratch/nginx
+# A copy of Debian's /etc/nginx (and /etc/nftables.conf) for the guide's blocks; nginx.conf's own paths moved there.
+install -d "$scratch/etc" "$scratch/www" "$scratch/nginx-log"
+cp -a /etc/nginx "$scratch/etc/nginx"
+sed -i -e "s#/etc/nginx#$scratch/etc/nginx#g" -e "s#/run/nginx.pid#$scratch/nginx.pid#" -e "s#/var/log/nginx#$scratch/nginx-log#g" \
+    "$scratch/etc/nginx/nginx.conf"
+cp /etc/nftables.conf "$scratch/etc/nftables.conf"
 nginx_port=$(free_port)
-mkdir -p "$nginx_dir"
-sed -e "s#listen 443 ssl;#listen 127.0.0.1:$nginx_port ssl;#" -e "s#listen \[::\]:443 ssl;#listen [::1]:$nginx_port ssl;#" \
-    -e "s#server_name push.example.com;#server_name localhost;#" \
-    -e "s#/etc/letsencrypt/live/push.example.com/fullchain.pem#$certs/server.pem#" \
-    -e "s#/etc/letsencrypt/live/push.example.com/privkey.pem#$certs/server-key.pem#" \
-    "$prefix/current/deploy/nginx-pushchat.conf" >"$nginx_dir/pushchat.conf"
-grep -q "listen 127.0.0.1:$nginx_port ssl;" "$nginx_dir/pushchat.conf" || die "nginx-pushchat.conf has no 'listen 443 ssl;'"
-# Debian's nginx.conf reduced to what a site needs: the site is included in http {} as sites-enabled/ would be.
-cat >"$nginx_dir/nginx.conf" <<EOF
-pid $nginx_dir/nginx.pid;
-error_log $nginx_dir/error.log;
-events {}
-http {
-    access_log $nginx_dir/access.log;
-    include /etc/nginx/mime.types;
-    client_body_temp_path $nginx_dir/body;
-    proxy_temp_path $nginx_dir/proxy;
-    include $nginx_dir/pushchat.conf;
-}
-EOF
-nginx -t -c "$nginx_dir/nginx.conf" >"$scratch/nginx.log" 2>&1 || die "nginx refuses the example: $(cat "$scratch/nginx.log")"
-nginx -c "$nginx_dir/nginx.conf" -g 'daemon off;' >>"$scratch/nginx.log" 2>&1 &
-pids+=($!)
+nginx_http_port=$(free_port)
+run_guide_block nginx "$repo" /dev/null
+[ -n "$nginx_pid" ] || die "the guide's nginx block did not start nginx"
+grep -q '^worker_rlimit_nofile 65536;' "$scratch/etc/nginx/nginx.conf" && grep -q 'worker_connections 16384;' "$scratch/etc/nginx/nginx.conf" \
+    || die "the guide's block did not size nginx's connections"
+run_guide_block nginx "$repo" /dev/null
+[ "$(grep -c '^worker_rlimit_nofile' "$scratch/etc/nginx/nginx.conf")" = 1 ] || die "running the nginx block twice repeats worker_rlimit_nofile"
+run_guide_block firewall "$repo" /dev/null
+grep -q 'table inet pushchat' "$scratch/nftables.log" && grep -q 'tcp dport { 22, 80, 443 } accept' "$scratch/nftables.log" \
+    || die "the firewall's rules were not loaded: $(cat "$scratch/nftables.log")"
 start_unit pushchat-api.service "$scratch/api-nginx.log"
 start_unit pushchat-push.service "$scratch/push-nginx.log"
 https() { curl -sS --cacert "$certs/ca.pem" "$@"; }
 site=https://localhost:$nginx_port
-for _ in $(seq 1 100); do https -f "$site/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
-https -f "$site/readyz" >/dev/null || die "/readyz through nginx"
+for _ in $(seq 1 100); do curl -fsS http://127.0.0.1:44447/readyz >/dev/null 2>&1 && break; sleep 0.2; done
+https -f "$site/healthz" >/dev/null || die "/healthz through nginx"
+headers=$(https -sS -D - -o /dev/null "$site/healthz")
+grep -qi '^strict-transport-security: max-age=63072000' <<<"$headers" || die "no HSTS header through nginx: $headers"
+grep -qi '^server: nginx.\?$' <<<"$headers" || die "nginx names its version: $(grep -i '^server:' <<<"$headers")"
+[ "$(https -o /dev/null -w '%{http_code}' "$site/readyz")" = 404 ] || die "nginx passes /readyz"
+# Port 80: the ACME challenges from the webroot, everything else redirected to HTTPS.
+echo challenge-ok >"$scratch/www/letsencrypt/probe" && install -d "$scratch/www/letsencrypt/.well-known/acme-challenge"
+mv "$scratch/www/letsencrypt/probe" "$scratch/www/letsencrypt/.well-known/acme-challenge/probe"
+[ "$(curl -sS "http://127.0.0.1:$nginx_http_port/.well-known/acme-challenge/probe")" = challenge-ok ] || die "port 80 does not serve the ACME challenge"
+[ "$(curl -sS -o /dev/null -w '%{http_code} %{redirect_url}' "http://localhost:$nginx_http_port/api.php")" = "301 https://localhost/api.php" ] \
+    || die "port 80 does not redirect to HTTPS"
 [ "$(https -o /dev/null -w '%{http_code}' "$site/metrics")" = 404 ] || die "nginx passes /metrics"
 [ "$(https -o /dev/null -w '%{http_code}' "$site/test/")" = 404 ] || die "nginx passes the test pages"
 [ "$(curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:44447/healthz)" = 200 ] || die "the API does not listen on loopback"
@@ -620,15 +873,47 @@ token_r=$(printf 'f6%.0s' {1..32})
 (cd "$prefix/current" && runuser -u pushchat -- sh -c "set -a; . $etc/pushchat.env; exec bin/pushchat-api push $token_r 'Restored from the dump' production --config $etc/pushchat.json") \
     >>"$scratch/guide.log" 2>&1 || die "pushchat-api push (a notification pending in the dump)"
 keys_before=$(db "SELECT count(*) FROM api_keys")
+# The timer's service reaches this test's cluster through a drop-in (a cluster on another port than 5432 would need
+# the same), as `systemctl edit pushchat-backup` writes it.
+install -d "$scratch/etc/systemd/system/pushchat-backup.service.d"
+printf '[Service]\nEnvironment=PGPORT=%s PGCLUSTER=%s\n' "$pg_port" "$PGCLUSTER" \
+    >"$scratch/etc/systemd/system/pushchat-backup.service.d/cluster.conf"
+# A backup from three weeks ago, past the 14 days kept: the run deletes it.
+install -d -m 700 "$scratch/backups"
+touch -d '21 days ago' "$scratch/backups/pushchat-20000101T000000Z.dump" "$scratch/backups/etc-pushchat-20000101T000000Z.tar.gz"
+pending_at_dump=$(db "SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
 run_guide_block backup "$repo" /dev/null
-[ -s "$scratch/backups/pushchat.dump" ] || die "the guide's backup block wrote no dump"
-tar -tzf "$scratch/backups/etc-pushchat.tar.gz" | grep -q "apns.env$" || die "the backup of /etc/pushchat lacks apns.env"
+grep -q "verified with pg_restore --list" "$scratch/pushchat-backup.log" || die "the backup did not verify its dump: $(cat "$scratch/pushchat-backup.log")"
+dump=$(ls -1 "$scratch/backups"/pushchat-*.dump | tail -n 1)
+[ -s "$dump" ] && [ "$dump" != "$scratch/backups/pushchat-20000101T000000Z.dump" ] || die "the backup timer's service wrote no dump"
+[ ! -e "$scratch/backups/pushchat-20000101T000000Z.dump" ] && [ ! -e "$scratch/backups/etc-pushchat-20000101T000000Z.tar.gz" ] \
+    || die "the backup kept files older than PUSHCHAT_BACKUP_KEEP_DAYS"
+[ "$(stat -c '%a %U' "$scratch/backups")" = "700 root" ] || die "the backup folder is not 0700 root"
+[ "$(stat -c '%a %U' "$dump")" = "600 root" ] || die "the dump is not 0600 root"
+tar -tzf "$(ls -1 "$scratch/backups"/etc-pushchat-*.tar.gz | tail -n 1)" | grep -q "apns.env$" || die "the backup of /etc/pushchat lacks apns.env"
+pg_restore --list "$dump" | grep -q "TABLE DATA public push_history " && die "the dump holds push_history's rows (PUSHCHAT_BACKUP_HISTORY=no)"
+pg_restore --list "$dump" | grep -q "TABLE public push_history " || die "the dump lacks push_history's table"
+grep -q '^pushchat_backup_last_success_timestamp_seconds [0-9]' "$metrics/pushchat_backup.prom" || die "the backup wrote no metric"
+cat "$metrics/pushchat_backup.prom" >>"$scratch/exported.metrics"
+
+# The drill: the newest dump restored beside the service's database, checked, counted, dropped; nothing sent.
+sent_before=$(wc -l <"$scratch/record.jsonl")
+run_guide_block drill "$repo" /dev/null
+grep -q "drill passed: $(basename "$dump") restores and fits this release: $pending_at_dump notifications pending" "$scratch/guide.log" \
+    || die "the drill did not count the $pending_at_dump pending notifications: $(grep pushchat-backup "$scratch/guide.log" | tail -n 3)"
+[ "$(runuser -u postgres -- psql -tAc "SELECT count(*) FROM pg_database WHERE datname = 'pushchat_drill'")" = 0 ] \
+    || die "the drill left its database behind"
+[ "$(wc -l <"$scratch/record.jsonl")" = "$sent_before" ] || die "something was sent during the drill"
+echo "    the drill restored $(basename "$dump"): $pending_at_dump pending, nothing sent"
+
 pg_port=$(free_port)
 pg_createcluster --port "$pg_port" "$pg_version" "${cluster}r" >>"$scratch/postgres.log" 2>&1 || die "pg_createcluster (restore)"
 pg_ctlcluster "$pg_version" "${cluster}r" start >>"$scratch/postgres.log" 2>&1 || die "the restore cluster did not start"
 export PGPORT=$pg_port PGCLUSTER=$pg_version/${cluster}r
 run_guide_block database "$repo" "$scratch/password-input"
 run_guide_block restore "$repo" /dev/null
+[ "$(cut -d' ' -f2 "$scratch/etc/pgbouncer/userlist.txt")" = "\"$(runuser -u postgres -- psql -tAc "SELECT rolpassword FROM pg_authid WHERE rolname = 'pushchat'")\"" ] \
+    || die "the restore did not give PgBouncer the new cluster's secret for pushchat"
 [ "$(db "SELECT count(*) FROM api_keys")" = "$keys_before" ] || die "the restored database lacks the keys"
 [ "$(db "SELECT count(*) FROM push_deliveries WHERE device_token = '$token_r' AND time_sent IS NULL")" = 1 ] \
     || die "the restored database lacks the pending notification"
@@ -657,9 +942,10 @@ for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
 for pid in "${pids[@]:1}"; do wait "$pid" || die "the push daemon on the restored database exited with status $?"; done
 pids=("${pids[0]}")
 
-step "upgrade from the previous release under traffic (the guide's §16), a rollback, and forward again"
+step "upgrade from the previous release under traffic (the guide's §16), a failed upgrade, a rollback, and forward again"
 # The previous release: the commit before the newest migration, built beside this one (the same build folder, so
-# only its own modules compile), installed as a release of its own, running on its own schema.
+# only its own modules compile), laid out as a release of its own (the files its own make would have installed),
+# running on its own schema.
 newest=$(cd "$repo/migrations" && ls ./*.sql | sort | tail -n 1)
 previous=$(git -C "$repo" log -1 --format=%H --diff-filter=A -- "migrations/${newest#./}")^
 previous_name=$(git -C "$repo" log -1 --format=%cd-%h --date=format:%Y%m%d%H%M%S "$previous")
@@ -671,18 +957,22 @@ for program in pushchat-api pushchat-push pushchat-feedback; do
         >>"$scratch/previous-build.log" 2>&1 || die "building the previous release's $program (see previous-build.log)"
 done
 old=$prefix/releases/$previous_name
-install -d "$old/bin" "$old/migrations" "$old/deploy"
+install -d "$old/bin" "$old/migrations" "$old/deploy/systemd" "$old/config"
 for program in pushchat-api pushchat-push pushchat-feedback; do install -m 755 "$repo/.build-install/release/$program" "$old/bin/"; done
 cp "$scratch/previous/migrations/"*.sql "$old/migrations/"
 cp "$scratch/previous/deploy/grants.sql" "$old/deploy/"
+cp "$scratch/previous/deploy/systemd/"* "$old/deploy/systemd/"
+cp "$scratch/previous/config/pushchat.json" "$old/config/"
+echo "$previous_name" >"$old/VERSION"
 new_name=$(basename "$(readlink "$prefix/current")")
+[ "$new_name" = "$release_version" ] || die "current is $new_name, not the release installed from the tarball"
 ln -sfn "releases/$previous_name" "$prefix/current"
 # The units as §7 copied them (the guide's upgrade block copies the new release's over them).
 install -d "$scratch/etc/systemd/system"
-cp "$prefix/releases/$new_name/deploy/systemd/"* "$scratch/etc/systemd/system/"
+cp "$old/deploy/systemd/"* "$scratch/etc/systemd/system/"
 units_dir=$scratch/etc/systemd/system
 # The previous release reads the key id from the environment only.
-echo "PUSHCHAT_APNS_KEY_ID=DEVKEY0001" >>"$etc/apns.env"
+echo "PUSHCHAT_APNS_KEY_ID=$(sed -n 's#^PUSHCHAT_APNS_KEY_FILE=.*AuthKey_\(.*\)\.p8$#\1#p' "$etc/apns.env")" >>"$etc/apns.env"
 runuser -u postgres -- dropdb pushchat || die "dropdb"
 runuser -u postgres -- createdb --owner pushchat_owner pushchat || die "createdb"
 (cd "$prefix/current" && runuser -u postgres -- env "PUSHCHAT_DATABASE_URL=postgres://postgres@localhost:$pg_port/pushchat?host=/run/postgresql" \
@@ -697,8 +987,8 @@ for i in $(seq 1 $members); do
         --data-urlencode "token=$(printf '%064x' "$((0xabc000 + i))")" --data-urlencode "name=U$i" --data-urlencode code=upgrade)" = 200 ] \
         || die "join U$i on the previous release"
 done
-# Chat traffic all along: a message every 0.1 s, its answer code kept; a refused connection (000) during a restart
-# wrote nothing and is not counted.
+# Chat traffic all along: a message every 0.1 s, its time and answer code kept; a refused connection (000) during a
+# restart wrote nothing and is not counted.
 (
     n=0
     # Also ends with the test (a failure removes the scratch folder; cleanup kills it too).
@@ -707,25 +997,75 @@ done
         i=$((n % members + 1))
         code=$(post --max-time 10 --data-urlencode cmd=message --data-urlencode "udid=$(printf '%040d' "$((7000 + i))")" \
             --data-urlencode "text=upgrade $n" 2>/dev/null || true)
-        echo "$n $code" >>"$scratch/upgrade-codes"
+        echo "$(date +%s.%N) $n $code" >>"$scratch/upgrade-codes"
         sleep 0.1
     done
 ) &
 traffic=$!
 pids+=("$traffic")
-sleep 2
-run_guide_block upgrade "$repo" /dev/null
-[ "$(readlink "$prefix/current")" = "releases/$new_name" ] || die "make install did not point current at releases/$new_name"
+# Messages accepted (200) between two times.
+accepted_between() { awk -v from="$1" -v to="$2" '$1 >= from && $1 < to && $3 == 200' "$scratch/upgrade-codes" | wc -l; }
+# At least MIN messages accepted in the phase from FROM to TO: an API that stayed down, or stopped taking messages
+# for most of the phase, fails.
+phase_accepted() {
+    local phase=$1 from=$2 to=$3 min=$4 count
+    count=$(accepted_between "$from" "$to")
+    echo "    $phase: $count messages accepted in $(awk -v a="$from" -v b="$to" 'BEGIN { printf "%.1f", b - a }') s"
+    [ "$count" -ge "$min" ] || die "only $count messages accepted $phase (at least $min expected)"
+}
+t_before=$(date +%s.%N)
+sleep 3
+t_upgrade=$(date +%s.%N)
+run_guide_block upgrade "$server" /dev/null
+t_upgraded=$(date +%s.%N)
+[ "$(readlink "$prefix/current")" = "releases/$new_name" ] || die "pushchat-release upgrade did not point current at releases/$new_name"
 grep -q "^fits: " "$scratch/guide.log" || die "migrate --check did not say fits after the upgrade"
-sleep 2
-# Back to the previous release on the expanded schema, then forward again, traffic still going.
+cmp -s "$units_dir/pushchat-push.service" "$prefix/releases/$new_name/deploy/systemd/pushchat-push.service" \
+    || die "the upgrade did not put the new release's units in place"
+sleep 3
+t_after=$(date +%s.%N)
+phase_accepted "before the upgrade" "$t_before" "$t_upgrade" 15
+phase_accepted "during the upgrade" "$t_upgrade" "$t_upgraded" 3
+phase_accepted "after the upgrade" "$t_upgraded" "$t_after" 15
+
+# A release whose migration fails: the upgrade stops before the switch, the running release keeps serving, nothing
+# restarts; switching to it is refused too (its schema check says behind).
+broken=$scratch/server/pushchat-$release_version-broken
+cp -a "$server/pushchat-$release_version" "$broken"
+echo "$release_version-broken" >"$broken/VERSION"
+printf 'SELECT 1 / 0;\n' >"$broken/migrations/999_fails.sql"
+(cd "$broken" && find . -type f ! -name SHA256SUMS | sed 's#^\./##' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
+api_before=${unit_pids[pushchat-api.service]}
+t_broken=$(date +%s.%N)
+if run_served "$server" /dev/null "$broken/bin/pushchat-release upgrade" "$server_path" >"$scratch/broken.log" 2>&1; then
+    die "pushchat-release upgrade succeeded with a failing migration"
+fi
+grep -q "stopped before the switch: .* still points at $new_name, which keeps serving" "$scratch/broken.log" \
+    || die "the failed upgrade did not say it stopped before the switch: $(cat "$scratch/broken.log")"
+[ "$(readlink "$prefix/current")" = "releases/$new_name" ] || die "the failed upgrade switched current"
+[ "${unit_pids[pushchat-api.service]}" = "$api_before" ] || die "the failed upgrade restarted the API"
+if run_served "$server" /dev/null "$prefix/current/bin/pushchat-release switch $release_version-broken" "$server_path" >"$scratch/broken.log" 2>&1; then
+    die "pushchat-release switched to a release whose schema check says behind"
+fi
+grep -q "^behind: 999_fails.sql" "$scratch/broken.log" || die "the refused switch did not show the schema check: $(cat "$scratch/broken.log")"
+[ "$(readlink "$prefix/current")" = "releases/$new_name" ] || die "the refused switch moved current"
+sleep 1
+phase_accepted "during and after the failed upgrade" "$t_broken" "$(date +%s.%N)" 5
+echo "    the failed upgrade and the refused switch stopped before the switch; $new_name kept serving"
+
+# Back to the previous release on the expanded schema (its own check says fits), then forward again.
 rollback_to=$previous_name
 run_guide_block rollback "$repo" /dev/null
 [ "$(readlink "$prefix/current")" = "releases/$previous_name" ] || die "the rollback did not point current at the previous release"
+grep -q "$new_name  (current)" "$scratch/guide.log" || die "pushchat-release list did not mark the current release"
+cmp -s "$units_dir/pushchat-push.service" "$old/deploy/systemd/pushchat-push.service" || die "the rollback did not put back the previous release's units"
+t_rolled_back=$(date +%s.%N)
 sleep 2
-ln -sfn "releases/$new_name" "$prefix/current"
-restart_unit pushchat-api
-restart_unit pushchat-push
+phase_accepted "after the rollback" "$t_rolled_back" "$(date +%s.%N)" 8
+# Forward with the newer release's own pushchat-release (the previous release has none), as the guide says.
+run_served "$server" /dev/null "$prefix/releases/$new_name/bin/pushchat-release switch $new_name" "$server_path" >>"$scratch/guide.log" 2>&1 \
+    || die "pushchat-release switch back to $new_name"
+[ "$(readlink "$prefix/current")" = "releases/$new_name" ] || die "the roll forward did not point current at $new_name"
 sleep 2
 # The contract step (§16) with the new release running and the traffic still going: the keys move, nothing stops.
 contract_pending=$(grep -c "^contract pending: " "$scratch/guide.log" || true)
@@ -746,12 +1086,12 @@ echo "    after migrate --contract the running push daemon moves the rows it sen
 sleep 2
 touch "$scratch/upgrade-done"
 wait "$traffic"
-accepted=$(awk '$2 == 200' "$scratch/upgrade-codes" | wc -l)
-others=$(awk '$2 != 200 && $2 != "000"' "$scratch/upgrade-codes" | wc -l)
-[ "$others" = 0 ] || die "$others messages answered neither 200 nor a refused connection: $(awk '$2 != 200' "$scratch/upgrade-codes" | head -5 | tr '\n' ' ')"
+accepted=$(awk '$3 == 200' "$scratch/upgrade-codes" | wc -l)
+others=$(awk '$3 != 200 && $3 != "000"' "$scratch/upgrade-codes" | wc -l)
+[ "$others" = 0 ] || die "$others messages answered neither 200 nor a refused connection: $(awk '$3 != 200' "$scratch/upgrade-codes" | head -5 | tr '\n' ' ')"
 expected=$((accepted * (members - 1)))
 delivered_once upgrade "$expected" "across the upgrade"
-echo "    $accepted messages during the upgrade, rollback and roll-forward: $expected notifications, each once"
+echo "    $accepted messages during the upgrade, failed upgrade, rollback and roll-forward: $expected notifications, each once"
 for pid in "${pids[@]:1}"; do kill -TERM "$pid" 2>/dev/null || true; done
 for pid in "${pids[@]:1}"; do wait "$pid" 2>/dev/null || true; done
 pids=("${pids[0]}")
@@ -771,10 +1111,7 @@ for rule in $(grep -o 'alert: PushChat[A-Za-z]*' deploy/alerts.yml | cut -d' ' -
     grep -q "alertname: $rule\$" deploy/alerts-test.yml || die "deploy/alerts-test.yml has no test of $rule"
 done
 # Every PushChat metric an alert reads is one the programs export (a renamed metric would silence its alert).
-# The certificate's expiry is exported with certificate authentication only (this test uses a .p8 key):
-# PushMetricsTests checks it.
 for name in $(grep -o 'pushchat_[a-z_]*' deploy/alerts.yml | sort -u); do
-    [ "$name" = pushchat_apns_certificate_expiry_seconds ] && continue
     # Counted only when Apple or Google refuses the credentials, which this test does not make happen: HTTP2Tests
     # (refusedCredentialsKeepRowsQueued) checks it is exported then.
     [ "$name" = pushchat_credentials_refused_total ] && continue

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Which release this process is: the `VERSION` file of its release folder (its working directory under systemd;
-/// `make dist` and `scripts/install.sh` write it), `PUSHCHAT_VERSION` when set, else `development`.
+/// `make dist` writes it), `PUSHCHAT_VERSION` when set, else `development`.
 package enum BuildInfo {
     package static let version: String = {
         if let set = ProcessInfo.processInfo.environment["PUSHCHAT_VERSION"], !set.isEmpty { return set }
