@@ -8,17 +8,19 @@
 #   spec     schemathesis (PyPI) sends requests generated from docs/openapi.yaml to a running pushchat-api: no 5xx,
 #            every answer as the spec says (scripts/api-spec-test.py; seed 1, 15 examples per operation, ≤ 120 s of requests)
 #   deploy   the deployment guide followed to the letter into a scratch folder (scripts/deploy-test.sh; root only)
+#   systemd  the units under a real systemd: the release installed in a Debian root booted with systemd-nspawn
+#            (scripts/systemd-test.sh; root only; debootstraps the root once into .local/)
 #   fuzz     libFuzzer with AddressSanitizer on every parser of untrusted bytes, 45 s each with a new seed, printed
 #            (scripts/fuzz.sh; PUSHCHAT_FUZZ_SECONDS and PUSHCHAT_FUZZ_SEED change them)
 #
 #   ./scripts/test.sh                    every stage
 #   ./scripts/test.sh ARGS...            only `swift test ARGS` (e.g. --filter FormFields)
-#   ./scripts/test.sh --stage NAME...    only these stages (swift, browser, spec, deploy, fuzz)
+#   ./scripts/test.sh --stage NAME...    only these stages (swift, browser, spec, deploy, systemd, fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/postgres.sh
 
-stages=(swift browser spec deploy fuzz)
+stages=(swift browser spec deploy systemd fuzz)
 if [ "${1:-}" = "--stage" ]; then
     shift
     stages=("$@")
@@ -29,14 +31,14 @@ fi
 has_stage() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 for stage in "${stages[@]}"; do
     case "$stage" in
-    swift | browser | spec | deploy | fuzz) ;;
+    swift | browser | spec | deploy | systemd | fuzz) ;;
     *)
-        echo "test.sh: no stage '$stage' (swift, browser, spec, deploy, fuzz)" >&2
+        echo "test.sh: no stage '$stage' (swift, browser, spec, deploy, systemd, fuzz)" >&2
         exit 2
         ;;
     esac
 done
-[ ${#stages[@]} -gt 0 ] || { echo "test.sh: --stage needs a stage (swift, browser, spec, deploy, fuzz)" >&2; exit 2; }
+[ ${#stages[@]} -gt 0 ] || { echo "test.sh: --stage needs a stage (swift, browser, spec, deploy, systemd, fuzz)" >&2; exit 2; }
 
 timings=()
 stage_start=0
@@ -48,7 +50,8 @@ finish() { timings+=("$(printf '%-34s %4d s' "$1" $(($(date +%s) - stage_start))
 
 pg_ensure_installed
 # Debian's packages the tests run beside the programs: PgBouncer (PoolerTests, and the deployment test through
-# transaction pooling), nginx (the deployment test through the guide's proxy example), systemd's tools
+# transaction pooling), nginx, certbot and nftables (the deployment test runs the guide's blocks: certbot is named,
+# not run; the rules load in a private network namespace), systemd's tools
 # (systemd-analyze verify on the units) and prometheus (promtool checks the alert rules). Their own services, which
 # the packages start, are stopped: the tests run their own on free ports.
 apt_ensure() {
@@ -63,8 +66,14 @@ apt_ensure() {
 apt_ensure pgbouncer /usr/sbin/pgbouncer
 if has_stage deploy; then
     apt_ensure nginx /usr/sbin/nginx
+    apt_ensure certbot /usr/bin/certbot
+    apt_ensure nftables /usr/sbin/nft
     apt_ensure systemd /usr/bin/systemd-analyze
     apt_ensure prometheus /usr/bin/promtool
+fi
+if has_stage systemd; then
+    apt_ensure systemd-container /usr/bin/systemd-nspawn
+    apt_ensure debootstrap /usr/sbin/debootstrap
 fi
 cluster="$PWD/.local/test-postgres-$$"
 cleanup() {
@@ -148,6 +157,16 @@ if has_stage deploy; then
         finish "deployment test"
     else
         echo "==> deployment test skipped: it needs root (it creates the service user and a PostgreSQL cluster)"
+    fi
+fi
+
+if has_stage systemd; then
+    if [ "$(id -u)" -eq 0 ]; then
+        begin "the units under systemd (systemd-nspawn)"
+        ./scripts/systemd-test.sh
+        finish "units under systemd"
+    else
+        echo "==> the systemd test skipped: it needs root (debootstrap, systemd-nspawn)"
     fi
 fi
 
