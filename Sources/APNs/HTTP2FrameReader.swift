@@ -89,6 +89,10 @@ package struct HTTP2FrameReader {
             return .data(streamID, payload, endStream: flags & 0x1 != 0, flowControlled: flowControlled)
         case 0x1:  // HEADERS
             guard streamID != .rootStream else { throw HTTP2ConnectionError(.protocolError, "HEADERS on stream 0") }
+            // Even streams are the server's, opened only by PUSH_PROMISE, which this client refuses.
+            guard Int(streamID) % 2 == 1 else {
+                throw HTTP2ConnectionError(.protocolError, "HEADERS on stream \(streamID), which a server cannot open")
+            }
             try Self.removePadding(flags: flags, from: &payload)
             if flags & 0x20 != 0 {  // PRIORITY: stream dependency and weight
                 guard payload.readableBytes >= 5 else { throw HTTP2ConnectionError(.frameSizeError, "HEADERS too short for its priority") }
@@ -190,6 +194,10 @@ package struct HTTP2FrameReader {
         }
         var settings: [(parameter: UInt16, value: UInt32)] = []
         while let (parameter, value) = payload.readMultipleIntegers(as: (UInt16, UInt32).self) {
+            // RFC 9113 §6.5.2: a server may only say 0 (no push), and a client treats anything else as an error.
+            guard parameter != 0x2 || value == 0 else {
+                throw HTTP2ConnectionError(.protocolError, "SETTINGS_ENABLE_PUSH = \(value) from a server")
+            }
             settings.append((parameter, value))
         }
         return .settings(settings)

@@ -61,6 +61,9 @@ package struct HTTP2StreamStateMachine {
         case write([(HTTP2StreamID, HTTP2Request)], unanswered: [HTTP2Request], reason: String, retired: Bool)
     }
 
+    /// A stream this client has not opened yet (RFC 9113 §5.1: idle): the server may send nothing on it.
+    package func isIdle(_ streamID: HTTP2StreamID) -> Bool { Int(streamID) >= nextStreamID }
+
     package mutating func send(_ requests: [HTTP2Request], now: NIODeadline) -> SendAction {
         guard !finished else { return .refused }
         guard !goingAway else { return .write([], unanswered: requests, reason: "the connection is going away", retired: false) }

@@ -191,6 +191,9 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
     private func handle(_ frame: HTTP2InboundFrame, replies: inout ByteBuffer) throws(HTTP2ConnectionError) {
         switch frame {
         case .headers(let streamID, let headers, let endStream):
+            guard !state.isIdle(streamID) else {
+                throw HTTP2ConnectionError(.protocolError, "HEADERS on stream \(streamID), which this client has not opened")
+            }
             let status = headers.first(name: ":status").flatMap(Int.init)
             let retryAfter = status == 200 ? nil : headers.first(name: "retry-after")
             if let answer = state.headers(streamID, status: status, retryAfter: retryAfter, endStream: endStream) {
@@ -198,6 +201,9 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
                 answered(answer)
             }
         case .data(let streamID, let bytes, let endStream, let flowControlled):
+            guard !state.isIdle(streamID) else {
+                throw HTTP2ConnectionError(.protocolError, "DATA on stream \(streamID), which this client has not opened")
+            }
             receiveRemaining -= flowControlled
             guard receiveRemaining >= 0 else {
                 throw HTTP2ConnectionError(.flowControlError, "DATA past the connection's receive window")
