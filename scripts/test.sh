@@ -150,25 +150,21 @@ if has_stage spec; then
     finish "API spec test"
 fi
 
-if has_stage deploy; then
+# A stage that needs root (it creates users, clusters, containers): STAGE SCRIPT TITLE LABEL WHY.
+root_stage() {
+    has_stage "$1" || return 0
     if [ "$(id -u)" -eq 0 ]; then
-        begin "deployment test (deploy/README.md to the letter)"
-        ./scripts/deploy-test.sh
-        finish "deployment test"
+        begin "$3"
+        "$2"
+        finish "$4"
     else
-        echo "==> deployment test skipped: it needs root (it creates the service user and a PostgreSQL cluster)"
+        echo "==> $4 skipped: it needs root ($5)"
     fi
-fi
-
-if has_stage systemd; then
-    if [ "$(id -u)" -eq 0 ]; then
-        begin "the units under systemd (systemd-nspawn)"
-        ./scripts/systemd-test.sh
-        finish "units under systemd"
-    else
-        echo "==> the systemd test skipped: it needs root (debootstrap, systemd-nspawn)"
-    fi
-fi
+}
+root_stage deploy ./scripts/deploy-test.sh "deployment test (deploy/README.md to the letter)" "deployment test" \
+    "it creates the service user and a PostgreSQL cluster"
+root_stage systemd ./scripts/systemd-test.sh "the units under systemd (systemd-nspawn)" "units under systemd" \
+    "debootstrap, systemd-nspawn"
 
 if has_stage fuzz; then
     begin "fuzzing (libFuzzer, AddressSanitizer)"
