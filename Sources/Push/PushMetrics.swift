@@ -103,8 +103,8 @@ package struct PushMetrics: Sendable {
 
     /// An answer that refused the credentials (the row stays queued): by app and platform, so an alert can tell one
     /// app's revoked key from Apple being down.
-    func credentialsRefused(app: String, platform: String) {
-        registry.counter("pushchat.credentials.refused_total", [("app", app), ("platform", platform)]).increment()
+    func credentialsRefused(app: String, platform: String, count: Int = 1) {
+        registry.counter("pushchat.credentials.refused_total", [("app", app), ("platform", platform)]).increment(by: count)
     }
 
     /// `pushchat_database_up`, read from the probe at every scrape: the queue's gauges keep their last value while

@@ -47,8 +47,10 @@ struct SenderDriver<D: Destination>: Sendable {
         var limit = Int.max
         var attempts = 0
         let inFlight = metrics.inFlight(connection: context.queue.traffic == .bulk ? "bulk-\(index)" : "\(index)")
-        // The series exists at 0 before the first connection: an alert sees a sender that never connected.
+        // The series exist at 0 before the first connection: an alert sees a sender that never connected, and
+        // increase() sees the first refusal.
         metrics.gatewayConnected(app: context.queue.app, platform: context.queue.platform.rawValue).increment(by: 0)
+        metrics.credentialsRefused(app: context.queue.app, platform: context.queue.platform.rawValue, count: 0)
         while !shutdown.isRequested {
             if let demand, isElastic, carry.isEmpty {
                 // Dormant until every open connection is saturated while rows wait.
