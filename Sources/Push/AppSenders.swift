@@ -47,14 +47,15 @@ struct AppSenders: Sendable {
                     for (name, app) in wanted.sorted(by: { $0.key < $1.key }) where running[name] == nil {
                         guard let settings = app.settings else { continue }
                         do {
-                            let transport = try load(settings)
+                            let apns = try configuration.apns.forApp(settings)
+                            let transport = try load(apns)
                             let fcm = try settings.fcmServiceAccountFile.map {
                                 try FCMTransport.load(serviceAccountFile: $0, configuration: configuration)
                             }
                             if refused.removeValue(forKey: name) != nil { logger.notice("App \(name): its settings can be used again") }
                             context.status.appUsable(name)
                             context.metrics.appUsable(name, true)
-                            if let expiry = try? configuration.apns.forApp(settings).certificateExpiry() {
+                            if let expiry = try? apns.certificateExpiry() {
                                 context.metrics.certificateExpires(expiry, app: name)
                             }
                             let shutdown = ShutdownFlag(signal: context.signal)
@@ -107,10 +108,10 @@ struct AppSenders: Sendable {
         }
     }
 
-    /// The app's transport: the configuration with its APNs settings replaced by the app's.
-    func load(_ settings: App.Settings) throws -> PushTransport {
+    /// The app's transport: the configuration with its APNs settings replaced by the app's (`APNsSettings.forApp`).
+    func load(_ apns: APNsSettings) throws -> PushTransport {
         var appConfiguration = configuration
-        appConfiguration.apns = try configuration.apns.forApp(settings)
+        appConfiguration.apns = apns
         return try PushTransport.load(appConfiguration)
     }
 }
