@@ -63,6 +63,8 @@ exec 8>&2
 die() {
     echo "deploy-test: FAILED: $*" >&8
     for log in "$scratch"/*.log; do [ -f "$log" ] && { echo "--- $log" >&8; tail -n 30 "$log" >&8; }; done
+    # Again after the logs: a CI that keeps only the end of the output still says what failed.
+    echo "deploy-test: FAILED: $*" >&8
     exit 1
 }
 

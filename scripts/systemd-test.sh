@@ -42,6 +42,8 @@ die() {
         echo "--- journalctl (pushchat units)" >&2
         in_container journalctl --no-pager -n 40 -u 'pushchat-*' >&2 || true
     fi
+    # Again after the logs: a CI that keeps only the end of the output still says what failed.
+    echo "systemd-test: FAILED: $*" >&2
     exit 1
 }
 cleanup() {
