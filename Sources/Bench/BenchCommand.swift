@@ -32,7 +32,7 @@ struct BenchCommand: AsyncParsableCommand {
     var clients = 32
     @Option(
         help:
-            "Only these figure groups, comma-separated: simulator, drain, http2, memory, latency, api, fanout, feedback, rounds, apps, fcm, broadcast (soak: with --soak-minutes)."
+            "Only these figure groups, comma-separated: simulator, drain, http2, memory, latency, api, fanout, feedback, rounds, apps, fcm, broadcast, chat (soak: with --soak-minutes)."
     )
     var only: String?
     @Option(name: .customLong("rtt-ms"), help: "Apple's distance: every byte between the daemon and the simulator delayed N/2 ms each way.")
@@ -58,6 +58,19 @@ struct BenchCommand: AsyncParsableCommand {
     var broadcastDevices = 1_000_000
     @Option(name: .customLong("chat-rate"), help: "Chat messages per second (10-member rooms) during the broadcast figure.")
     var chatRate = 2_000
+    @Flag(
+        help:
+            "The field's way (scripts/bench.sh --field): the simulator as a process of its own; figures drain, rounds and chat unless --only says."
+    )
+    var field = false
+    @Option(name: .customLong("service-user"), help: "Run every process under test as this user, without capabilities (as root).")
+    var serviceUser: String?
+    @Option(help: "The migrations folder the database is made with (another release's, to measure its binaries).")
+    var migrations = "migrations"
+    @Option(name: .customLong("chat-seconds"), help: "Seconds of the chat figure (chat at full speed through the API).")
+    var chatSeconds = 120
+    @Option(name: .customLong("chat-clients"), help: "Clients of the chat figure, each a room of 10.")
+    var chatClients = 6
     @Option(help: "Idle-latency samples.")
     var samples = 300
     @Option(name: .customLong("env"), help: "KEY=VALUE for the daemons under test, e.g. PUSHCHAT_PUSH_WINDOW=200 (repeatable).")
@@ -87,6 +100,10 @@ struct BenchCommand: AsyncParsableCommand {
         plan.samples = samples
         plan.broadcastDevices = broadcastDevices
         plan.chatRate = chatRate
+        plan.field = FieldPlan(simulatorProcess: field, serviceUser: serviceUser)
+        plan.migrations = migrations
+        plan.chatSeconds = chatSeconds
+        plan.chatClients = chatClients
         do {
             Benchmarks.Bench.printTable(try await Benchmarks.Bench.run(plan, logger: logger))
         } catch {

@@ -20,7 +20,7 @@ extension Bench {
         )
         let alone = try await drain(rows: rows, daemons: 1, summary: "app A alone (binary), \(rows) pending rows").rate
         progress("apps (B's notifications while A drains \(rows) rows)")
-        try await query("TRUNCATE push_queue, push_history")
+        try await truncate("push_queue, push_history")
         try await query(
             """
             INSERT INTO push_queue (device_token, payload)

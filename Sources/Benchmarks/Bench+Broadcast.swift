@@ -12,7 +12,7 @@ extension Bench {
     func broadcast(devices: Int, chatRate: Int, transport: String) async throws -> [Figure] {
         progress("broadcast (\(devices) devices, \(chatRate) chat messages/s, \(transport))")
         let rooms = 200
-        try await query("TRUNCATE active_users, push_queue, push_history, messages, notifications, idempotency_keys")
+        try await truncate("active_users, push_queue, push_history, messages, notifications, idempotency_keys")
         try await query("DELETE FROM devices")
         try await query(
             """

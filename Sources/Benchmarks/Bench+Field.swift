@@ -51,7 +51,7 @@ extension Bench {
         // 80% of the rate without (the line after), whatever their own trend.
         func three(_ label: String, target: Bool) async throws -> (figures: [Figure], rates: [Double]) {
             var rates: [Double] = []
-            try await query("TRUNCATE push_queue, push_history")
+            try await truncate("push_queue, push_history")
             try await query("VACUUM ANALYZE push_queue")
             for round in 0..<3 {
                 rates.append(try await drain(rows: rows, daemons: 1, fresh: false).rate)
@@ -103,7 +103,7 @@ extension Bench {
     /// allocator holds in use (their `/metrics`), which tells live growth from memory the allocator keeps.
     func soak(minutes: Int, rate: Int) async throws -> [Figure] {
         progress("soak (\(minutes) min at \(rate) requests/s)")
-        try await query("TRUNCATE active_users, push_queue, push_history, messages")
+        try await truncate("active_users, push_queue, push_history, messages")
         let port = try Self.freePort()
         let apiMetricsPort = try Self.freePort()
         let daemonStatusPort = try Self.freePort()
@@ -144,17 +144,7 @@ extension Bench {
             duration: .seconds(Int64(minutes * 60)),
             interval: .nanoseconds(Int64(1_000_000_000 * connections / max(rate, 1)))
         )
-        // Each connection is a room of 10 devices: all join first, then each in turn sends a message, and every fifth
-        // round each joins again (one request in 5 is a join).
-        let result = try await generator.run(path: "/api.php") { connection, index in
-            let member = index % 10
-            let udid = String(format: "%08x%032x", connection, member)
-            if index < 10 || (index / 10) % 5 == 0 {
-                let token = String(format: "%032x%032x", connection, member)
-                return "cmd=join&udid=\(udid)&token=\(token)&name=Soak\(member)&code=soak\(connection)"
-            }
-            return "cmd=message&udid=\(udid)&text=soak+\(index)"
-        }
+        let result = try await generator.run(path: "/api.php", body: Self.chatForm)
         _ = try? await sampler.value
         sampler.cancel()
         // Let the daemon finish what is queued.
@@ -164,7 +154,7 @@ extension Bench {
             try await Task.sleep(for: .seconds(1))
             pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
         }
-        let sent = try await scalar("SELECT count(*) FROM push_deliveries WHERE time_sent IS NOT NULL")
+        let sent = try await scalar("SELECT count(*) FROM \(deliveries) WHERE time_sent IS NOT NULL")
         let series = samples.withLockedValue { $0 }
         // Growth over the last two thirds of the run (the first third is warming up: pools, caches, allocator).
         let from = series.count / 3
@@ -193,6 +183,96 @@ extension Bench {
                 met: daemonGrowth <= 5
             ),
             Figure(name: "  daemon heap in use by minute (MB)", value: megabytes(series.map(\.daemon.inUse)), target: "", met: nil),
+        ]
+    }
+
+    /// The chat's requests: each connection is a room of 10 devices; all join first, then each in turn sends a
+    /// message, and every fifth round each joins again (one request in 5 is a join).
+    @Sendable static func chatForm(connection: Int, index: Int) -> String {
+        let member = index % 10
+        let udid = String(format: "%08x%032x", connection, member)
+        if index < 10 || (index / 10) % 5 == 0 {
+            let token = String(format: "%032x%032x", connection, member)
+            return "cmd=join&udid=\(udid)&token=\(token)&name=Chat\(member)&code=room\(connection)"
+        }
+        return "cmd=message&udid=\(udid)&text=chat+\(index)"
+    }
+
+    /// What the field's figures ran on: PostgreSQL's TLS and durability as the bench's own session sees them, and who
+    /// ran the processes.
+    func fieldConditions() async throws -> [Figure] {
+        let conditions = try await withConnection { connection in
+            var text = ""
+            let rows = try await connection.query(
+                """
+                SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false),
+                       current_setting('fsync'), current_setting('synchronous_commit'), current_setting('full_page_writes')
+                """,
+                logger: logger
+            )
+            for try await (tls, fsync, synchronous, pages) in rows.decode((Bool, String, String, String).self) {
+                text = "TLS \(tls ? "on" : "off"); fsync \(fsync), synchronous_commit \(synchronous), full_page_writes \(pages)"
+            }
+            return text
+        }
+        return [
+            Figure(name: "(field) PostgreSQL", value: conditions, target: "TLS on; fsync on, synchronous_commit on", met: nil),
+            Figure(
+                name: "(field) processes",
+                value: "simulator, API and daemons as processes of their own, as \(field.account?.name ?? "this user")",
+                target: "-",
+                met: nil
+            ),
+        ]
+    }
+
+    /// `seconds` of chat at full speed from `clients` clients (``chatForm(connection:index:)``) through the API, the
+    /// daemon draining to the simulator over HTTP/2; then every notification must have arrived, once.
+    func chat(seconds: Int, clients: Int) async throws -> [Figure] {
+        progress("chat (\(seconds) s, \(clients) clients)")
+        try await truncate("active_users, push_queue, push_history, messages")
+        let port = try Self.freePort()
+        let acceptedBefore = try await accepted()
+        let api = try startAPI(port: port)
+        let daemon = try startDaemon(extra: ["PUSHCHAT_APNS_TRANSPORT": "http2"])
+        defer {
+            for process in [api, daemon] where process.isRunning { process.terminate() }
+            for process in [api, daemon] { process.waitUntilExit() }
+        }
+        try await Self.waitForPort(port)
+        let cpuBefore = (api: Self.cpuSeconds(of: api.processIdentifier), daemon: Self.cpuSeconds(of: daemon.processIdentifier))
+        let generator = LoadGenerator(port: port, connections: clients, duration: .seconds(Int64(seconds)))
+        let result = try await generator.run(path: "/api.php", body: Self.chatForm)
+        let cpu = (
+            api: Self.cpuSeconds(of: api.processIdentifier) - cpuBefore.api,
+            daemon: Self.cpuSeconds(of: daemon.processIdentifier) - cpuBefore.daemon
+        )
+        let deadline = ContinuousClock.now + .seconds(120)
+        var pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
+        while pending > 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+            pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
+        }
+        let queued = try await scalar("SELECT count(*) FROM \(deliveries)")
+        let twice = try await accepted() - acceptedBefore - Int(queued)
+        let requests = result.ok + result.failed
+        return [
+            Figure(
+                name: "chat through the API, \(clients) clients for \(seconds) s (rooms of 10, a join in 5)",
+                value: "\(Int(result.rate)) requests/s, \(result.failed) failed; \(queued) notifications, \(pending) left, \(twice) twice",
+                target: "all delivered once",
+                met: result.failed == 0 && pending == 0 && twice == 0
+            ),
+            Figure(
+                name: "  CPU per request: API, daemon",
+                value: String(
+                    format: "%.0f µs, %.0f µs",
+                    cpu.api / Double(max(requests, 1)) * 1e6,
+                    cpu.daemon / Double(max(requests, 1)) * 1e6
+                ),
+                target: "-",
+                met: nil
+            ),
         ]
     }
 

@@ -29,6 +29,13 @@ package struct BenchPlan: Sendable {
     package var chatRate = 2_000
     /// `PUSHCHAT_*` settings for the processes under test, over each figure's own.
     package var overrides: [String: String] = [:]
+    /// The field's way of running the processes (issue 43).
+    package var field = FieldPlan()
+    /// The migrations the benchmark's database is made with (another release's, to measure its binaries).
+    package var migrations = "migrations"
+    /// The chat figure: seconds of chat traffic at full speed, and its clients.
+    package var chatSeconds = 120
+    package var chatClients = 6
 
     package init(server: DatabaseURL, binDir: String, certs: String) {
         self.server = server
@@ -37,12 +44,23 @@ package struct BenchPlan: Sendable {
     }
 
     static let defaultGroups: Set<String> = ["simulator", "drain", "http2", "memory", "latency", "api", "fanout", "feedback"]
+    /// The groups that read the simulator through its counters only, so they run against its own process too.
+    static let fieldGroups: Set<String> = ["drain", "http2", "memory", "api", "rounds", "chat", "soak"]
+    /// The groups with `--field` and no `--only`: what the field's issue reports.
+    static let defaultFieldGroups: Set<String> = ["drain", "rounds", "chat"]
 }
 
 extension Bench {
     /// Runs every figure `plan` asks for; the figures in order. The database and the simulator are set up first and
     /// torn down after, whatever happens.
     package static func run(_ plan: BenchPlan, logger: Logger) async throws -> [Figure] {
+        if plan.field.simulatorProcess, let only = plan.only, !only.isSubset(of: BenchPlan.fieldGroups) {
+            throw SimulatorError(
+                reason:
+                    "--field runs \(BenchPlan.fieldGroups.sorted().joined(separator: ", ")) only (the others read the simulator in this process), not "
+                    + only.subtracting(BenchPlan.fieldGroups).sorted().joined(separator: ", ")
+            )
+        }
         let bench = try await Bench.prepare(
             server: plan.server,
             certs: plan.certs,
@@ -50,6 +68,8 @@ extension Bench {
             binDir: plan.binDir,
             overrides: plan.overrides,
             rtt: .milliseconds(plan.rttMilliseconds),
+            migrations: plan.migrations,
+            field: plan.field,
             logger: logger
         )
         var snapshot: Bench.HeldSnapshot?
@@ -77,8 +97,11 @@ extension Bench {
             identity: try ClientIdentity.load(path: plan.certs + "/ck.pem", passphrase: plan.passphrase),
             caFile: plan.certs + "/ca.pem"
         )
-        var groups = plan.only ?? BenchPlan.defaultGroups
+        var groups = plan.only ?? (plan.field.simulatorProcess ? BenchPlan.defaultFieldGroups : BenchPlan.defaultGroups)
         if plan.soakMinutes > 0 { groups.insert("soak") }
+        if plan.field.simulatorProcess {
+            results += try await fieldConditions()
+        }
         if groups.contains("simulator") { results += try await simulatorDecodeRate(frames: 500_000, tls: tls) }
         if groups.contains("drain") {
             let one = try await drain(rows: plan.rows, daemons: 1)
@@ -101,6 +124,7 @@ extension Bench {
         if groups.contains("fanout") { results += try await fanOut(members: 10_000) }
         if groups.contains("feedback") { results += try await feedback(tuples: 100_000) }
         if groups.contains("rounds") { results += try await rounds(rows: plan.roundRows, alreadyHeld: plan.holdSnapshot) }
+        if groups.contains("chat") { results += try await chat(seconds: plan.chatSeconds, clients: plan.chatClients) }
         if groups.contains("soak") { results += try await soak(minutes: plan.soakMinutes, rate: plan.soakRate) }
         if groups.contains("apps") { results += try await appFairness(rows: plan.memoryRows) }
         if groups.contains("fcm") { results += try await fcmFigures(plan) }

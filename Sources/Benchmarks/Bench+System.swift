@@ -51,7 +51,7 @@ extension Bench {
     /// The API under concurrent load: `join` with a new udid each request, and `message` into a 10-member room.
     func apiThroughput(seconds: Int, connections: Int) async throws -> [Figure] {
         progress("apiThroughput")
-        try await query("TRUNCATE active_users, push_queue, push_history, messages")
+        try await truncate("active_users, push_queue, push_history, messages")
         let port = try Self.freePort()
         let api = try startAPI(port: port, logLevel: "info")
         defer {
@@ -64,7 +64,7 @@ extension Bench {
             let udid = String(format: "%08x%032x", connection, index)
             return "cmd=join&udid=\(udid)&token=\(String(repeating: "ab", count: 32))&name=Bench&code=room\(connection % 100)"
         }
-        try await query("TRUNCATE active_users, push_queue, push_history, messages")
+        try await truncate("active_users, push_queue, push_history, messages")
         try await query(
             """
             INSERT INTO active_users (udid, device_token, nickname, secret_code)
@@ -73,7 +73,7 @@ extension Bench {
         )
         let sender = String(repeating: "0", count: 39) + "1"
         let messages = try await generator.run(path: "/api.php") { _, index in "cmd=message&udid=\(sender)&text=message+\(index)" }
-        let queued = try await scalar("SELECT count(*) FROM push_deliveries")
+        let queued = try await scalar("SELECT count(*) FROM \(deliveries)")
         return [
             Figure(
                 name: "API join (new udid each request), \(connections) clients",
@@ -94,7 +94,7 @@ extension Bench {
     /// One `message` into a 10,000-member room, through the API: the request's time, all rows queued.
     func fanOut(members: Int) async throws -> [Figure] {
         progress("fanOut")
-        try await query("TRUNCATE active_users, push_queue, push_history, messages")
+        try await truncate("active_users, push_queue, push_history, messages")
         try await query(
             """
             INSERT INTO active_users (udid, device_token, nickname, secret_code)
@@ -112,13 +112,13 @@ extension Bench {
         let sender = String(format: "%040x", 1)
         var times: [Double] = []
         for round in 0..<5 {
-            try await query("TRUNCATE push_queue, push_history")
+            try await truncate("push_queue, push_history")
             let generator = LoadGenerator(port: port, connections: 1, duration: .zero)
             let start = ContinuousClock.now
             _ = try await generator.runOnce(path: "/api.php", form: "cmd=message&udid=\(sender)&text=round+\(round)")
             times.append((ContinuousClock.now - start).seconds * 1000)
         }
-        let queued = try await scalar("SELECT count(*) FROM push_deliveries")
+        let queued = try await scalar("SELECT count(*) FROM \(deliveries)")
         let best = times.min() ?? 0
         let median = times.sorted()[times.count / 2]
         return [
@@ -134,7 +134,7 @@ extension Bench {
     /// The feedback job reading `tuples` tuples and pruning as many users.
     func feedback(tuples: Int) async throws -> [Figure] {
         progress("feedback")
-        try await query("TRUNCATE active_users, push_queue, push_history, messages, invalid_tokens")
+        try await truncate("active_users, push_queue, push_history, messages, invalid_tokens")
         try await query(
             """
             INSERT INTO active_users (udid, device_token, nickname, secret_code, token_updated_at)
@@ -194,8 +194,7 @@ extension Bench {
 
     func startProcess(_ name: String, _ arguments: [String], extra: [String: String] = [:]) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binDir + "/" + name)
-        process.arguments = arguments
+        (process.executableURL, process.arguments) = field.command(binDir + "/" + name, arguments)
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") }
             .merging(environment) { $1 }.merging(extra) { $1 }.merging(overrides) { $1 }
         process.standardOutput = FileHandle.nullDevice

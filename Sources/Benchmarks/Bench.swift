@@ -10,7 +10,8 @@ import Simulator
 import Storage
 import Support
 
-/// One benchmark run: a fresh database, the simulator in this process, the daemon binaries as child processes.
+/// One benchmark run: a fresh database, the simulator in this process (or, in the field, a process of its own), the
+/// daemon binaries as child processes.
 package final class Bench: Sendable {
     package struct Figure: Sendable {
         let name: String
@@ -29,6 +30,10 @@ package final class Bench: Sendable {
     /// `--env`: applied last, over each figure's own settings.
     let overrides: [String: String]
     let binDir: String
+    /// The field's way of running (issue 43): the simulator's process and the service user, when asked for.
+    let field: FieldProcesses
+    /// Whether the schema has `push_history` (a release before it keeps sent rows in `push_queue`).
+    let hasHistory: Bool
     let logger: Logger
     let stop: @Sendable () async -> Void
 
@@ -41,9 +46,13 @@ package final class Bench: Sendable {
         fcmEnvironment: [String: String],
         overrides: [String: String],
         binDir: String,
+        field: FieldProcesses,
+        hasHistory: Bool,
         logger: Logger,
         stop: @escaping @Sendable () async -> Void
     ) {
+        self.field = field
+        self.hasHistory = hasHistory
         self.url = url
         self.server = server
         self.simulator = simulator
@@ -63,6 +72,8 @@ package final class Bench: Sendable {
         binDir: String,
         overrides: [String: String] = [:],
         rtt: Duration = .zero,
+        migrations: String = "migrations",
+        field: FieldPlan = FieldPlan(),
         logger: Logger
     ) async throws -> Bench {
         let (developmentKeyID, developmentTeamID, developmentTopic) = (Self.developmentKeyID, Self.developmentTeamID, Self.developmentTopic)
@@ -70,9 +81,14 @@ package final class Bench: Sendable {
         try await execute(server, "DROP DATABASE IF EXISTS \(name)", logger: logger)
         try await execute(server, "CREATE DATABASE \(name)", logger: logger)
         let url = server.with(database: name)
-        try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
-            let migrations = try Migration.load(from: "migrations")
-            try await Migrator(connection: connection, migrations: migrations, logger: logger).migrate()
+        let hasHistory = try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
+            try await Migrator(connection: connection, migrations: try Migration.load(from: migrations), logger: logger).migrate()
+            for try await exists in try await connection.query("SELECT to_regclass('push_history') IS NOT NULL", logger: logger)
+                .decode(Bool.self)
+            {
+                return exists
+            }
+            return false
         }
         var configuration = SimulatorConfiguration(certificateDirectory: certs)
         configuration.gatewayPort = 0
@@ -95,8 +111,10 @@ package final class Bench: Sendable {
             with: "https://127.0.0.1:\(fcmPort)/token",
             options: .regularExpression
         ).write(toFile: accountFile, atomically: true, encoding: .utf8)
-        configuration.fcmPort = fcmPort
-        configuration.fcm.accounts = [SimulatorConfiguration.FCMAccount(try ServiceAccount(file: accountFile))]
+        if !field.simulatorProcess {
+            configuration.fcmPort = fcmPort
+            configuration.fcm.accounts = [SimulatorConfiguration.FCMAccount(try ServiceAccount(file: accountFile))]
+        }
         configuration.statusPort = nil
         configuration.keepAll = false
         configuration.recentLimit = 10
@@ -111,7 +129,17 @@ package final class Bench: Sendable {
             }
         }
         var iterator = portsStream.makeAsyncIterator()
-        guard let ports = await iterator.next() else { throw SimulatorError(reason: "the simulator did not start") }
+        guard let inProcessPorts = await iterator.next() else { throw SimulatorError(reason: "the simulator did not start") }
+        // In the field, the daemons reach a simulator of its own process instead.
+        let processes = try await FieldProcesses.start(
+            field,
+            binDir: binDir,
+            certs: certs,
+            fcmAccountFile: accountFile,
+            fcmPort: fcmPort,
+            topics: [developmentTopic, Self.betaTopic]
+        )
+        let ports = processes.simulatorPorts ?? inProcessPorts
         // Apple's distance: the daemons reach the simulator through proxies that delay each byte rtt/2 each way.
         var proxies: [LatencyProxy] = []
         var (gatewayPort, http2Port, fcmHostPort) = (ports.gateway, ports.http2, fcmPort)
@@ -154,8 +182,11 @@ package final class Bench: Sendable {
             ],
             overrides: overrides,
             binDir: binDir,
+            field: processes,
+            hasHistory: hasHistory,
             logger: logger
         ) {
+            processes.stop()
             try? FileManager.default.removeItem(atPath: accountFile)
             for proxy in started { await proxy.stop() }
             stopContinuation.finish()
@@ -189,8 +220,8 @@ package final class Bench: Sendable {
     ) async throws -> (figures: [Figure], rate: Double) {
         progress("drain (\(platform == .fcm ? "FCM" : transport.rawValue))")
         // A fresh queue (truncated and vacuumed), or rows added behind the earlier rounds' (back-to-back drains).
-        if fresh { try await query("TRUNCATE push_queue, push_history") }
-        let firstID = try await scalar("SELECT coalesce(max(message_id), 0) FROM push_deliveries")
+        if fresh { try await truncate("push_queue, push_history") }
+        let firstID = try await scalar("SELECT coalesce(max(message_id), 0) FROM \(deliveries)")
         switch platform {
         case .apns:
             try await query(
@@ -212,7 +243,7 @@ package final class Bench: Sendable {
             )
         }
         if fresh { try await query("VACUUM ANALYZE push_queue") }
-        let acceptedBefore = simulator.state.counters.accepted
+        let acceptedBefore = try await accepted()
         var daemonEnvironment = ["PUSHCHAT_APNS_TRANSPORT": transport.rawValue, "PUSHCHAT_APNS_CONNECTIONS": "\(connections)"]
         if platform == .fcm { daemonEnvironment.merge(fcmEnvironment) { $1 } }
         let processes = try (0..<daemons).map { _ in try startDaemon(extra: daemonEnvironment) }
@@ -222,14 +253,17 @@ package final class Bench: Sendable {
         }
         defer { stopDaemons() }
         let start = ContinuousClock.now
-        let cpuBefore = (daemons: processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +), bench: Self.ownCPUSeconds())
+        let cpuBefore = (
+            daemons: processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +), bench: field.simulatorCPUSeconds()
+        )
         var peakRSS = 0
         var samples: [Int] = []
-        // Progress comes from the simulator (in this process): counting pending rows in PostgreSQL every 50 ms took
-        // as much of the database as the daemon under test. The database is asked only once the gateway has it all.
+        // Progress comes from the simulator (its counter, or its status page in the field): counting pending rows in
+        // PostgreSQL every 50 ms took as much of the database as the daemon under test. The database is asked only once
+        // the gateway has it all.
         var pending = rows
         while pending > 0 {
-            let accepted = simulator.state.counters.accepted - acceptedBefore
+            let accepted = try await self.accepted() - acceptedBefore
             if accepted >= rows {
                 pending = Int(try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL"))
             }
@@ -241,19 +275,19 @@ package final class Bench: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         let wall = ContinuousClock.now - start
-        // CPU per row: the daemons', and this process's (the simulator, and the delaying proxy with --rtt-ms).
+        // CPU per row: the daemons', and the simulator's (this process's, with the delaying proxy of --rtt-ms; or its own).
         let daemonCPU = processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +) - cpuBefore.daemons
-        let benchCPU = Self.ownCPUSeconds() - cpuBefore.bench
+        let benchCPU = field.simulatorCPUSeconds() - cpuBefore.bench
         let cpu = String(
             format: "CPU per row: daemon %.1f µs, simulator %.1f µs",
             daemonCPU / Double(rows) * 1e6,
             benchCPU / Double(rows) * 1e6
         )
         let span = try await double(
-            "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM push_deliveries WHERE message_id > \(firstID)"
+            "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM \(deliveries) WHERE message_id > \(firstID)"
         )
         // Every row is stamped sent only after the gateway accepted it, so accepted − rows is the duplicates.
-        let accepted = simulator.state.counters.accepted - acceptedBefore
+        let accepted = try await self.accepted() - acceptedBefore
         let duplicates = accepted - rows
         let rate = Double(rows) / max(span, 0.001)
         if !fresh {
@@ -267,14 +301,19 @@ package final class Bench: Sendable {
         // checkpoints come and go beside it).
         var rawRates: [Double] = []
         for _ in 0..<3 {
+            // A release before push_history stamps its rows in place: the yardstick is then the raw UPDATE.
             try await query(
-                "WITH done AS (DELETE FROM push_history WHERE message_id > \(firstID) RETURNING *) "
-                    + PushHistory.insert(into: "push_queue", from: "done", overriding: ["time_sent": "NULL"])
+                hasHistory
+                    ? "WITH done AS (DELETE FROM push_history WHERE message_id > \(firstID) RETURNING *) "
+                        + PushHistory.insert(into: "push_queue", from: "done", overriding: ["time_sent": "NULL"])
+                    : "UPDATE push_queue SET time_sent = NULL WHERE message_id > \(firstID)"
             )
             let rawStart = ContinuousClock.now
             try await query(
-                "WITH done AS (DELETE FROM push_queue RETURNING *) "
-                    + PushHistory.insert(into: "push_history", from: "done", overriding: ["time_sent": "now()"])
+                hasHistory
+                    ? "WITH done AS (DELETE FROM push_queue RETURNING *) "
+                        + PushHistory.insert(into: "push_history", from: "done", overriding: ["time_sent": "now()"])
+                    : "UPDATE push_queue SET time_sent = now() WHERE message_id > \(firstID)"
             )
             rawRates.append(Double(rows) / (ContinuousClock.now - rawStart).seconds)
         }
@@ -335,7 +374,7 @@ package final class Bench: Sendable {
     /// With the daemon idle, queues one row at a time and measures until the simulator decodes it.
     func idleLatency(samples: Int) async throws -> [Figure] {
         progress("idleLatency")
-        try await query("TRUNCATE push_queue, push_history")
+        try await truncate("push_queue, push_history")
         let process = try startDaemon(extra: ["PUSHCHAT_POLL_INTERVAL": "60"])
         defer {
             process.terminate()
@@ -389,6 +428,20 @@ package final class Bench: Sendable {
     /// Runs `body` on one connection to the benchmark's database.
     func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger, body)
+    }
+
+    /// Empties `tables` (a comma-separated list), less `push_history` where the schema has none.
+    func truncate(_ tables: String) async throws {
+        let names = tables.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        try await query("TRUNCATE " + names.filter { hasHistory || $0 != "push_history" }.joined(separator: ", "))
+    }
+
+    /// Where every row is read, sent or not: the view over the queue and `push_history`, or the queue itself.
+    var deliveries: String { hasHistory ? "push_deliveries" : "push_queue" }
+
+    /// How many notifications the gateway has accepted so far (in this process, or from the simulator's status page).
+    func accepted() async throws -> Int {
+        try await field.accepted() ?? simulator.state.counters.accepted
     }
 
     func query(_ sql: String) async throws {

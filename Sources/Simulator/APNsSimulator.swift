@@ -21,6 +21,10 @@ package final class APNsSimulator: Service, Sendable {
         package let status: Int?
         /// The Google side (FCM and the OAuth token endpoint), when configured.
         package var fcm: Int? = nil
+
+        package init(gateway: Int, feedback: Int, http2: Int, status: Int?, fcm: Int? = nil) {
+            (self.gateway, self.feedback, self.http2, self.status, self.fcm) = (gateway, feedback, http2, status, fcm)
+        }
     }
 
     package let state: SimulatorState

@@ -5,6 +5,8 @@
 #                                With "tls": ssl = on with a self-signed certificate (as Debian's stock server has);
 #                                PG_URL then has no sslmode (libpq's default, prefer) and PG_CA_FILE names the
 #                                certificate (for sslmode=verify-full tests)
+#                                PG_DURABLE=1: Debian's durability (fsync, synchronous_commit, full_page_writes on);
+#                                otherwise off, as a throwaway cluster can afford
 #   pg_stop DIR                  fast shutdown
 #   pg_restart DIR PORT [tls]    start a stopped cluster again on its port (the fault tests stop and start it)
 #
@@ -71,8 +73,9 @@ pg_self_signed_certificate() {
 }
 
 pg_start() {
-    local dir=$1 tls=${2:-} bin tls_options="" tls_dir=""
+    local dir=$1 tls=${2:-} bin tls_options="" tls_dir="" durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     bin=$(pg_bindir)
+    if [ "${PG_DURABLE:-0}" = 1 ]; then durability=""; fi
     if [ "$tls" = tls ]; then
         tls_dir=$(pg_self_signed_certificate "$dir") || return 1
         tls_options="-c ssl=on -c ssl_cert_file=$tls_dir/server.crt -c ssl_key_file=$tls_dir/server.key"
@@ -100,7 +103,7 @@ pg_start() {
         PG_PORT=$(pg_free_port) || return 1
         rm -f "$dir/server.log"
         if pg_as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
-            -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off $tls_options" \
+            -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c max_connections=200 $durability $tls_options" \
             start >/dev/null; then
             break
         fi

@@ -1,0 +1,123 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Simulator
+import Support
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How the field runs what the bench measures (issue 43), when asked for: the simulator as a process of its own rather
+/// than in the bench's process, and every process as the service user without capabilities, as systemd runs them.
+/// (PostgreSQL with TLS and its durability on is `scripts/bench.sh --field`'s part: the server the bench is given.)
+package struct FieldPlan: Sendable {
+    /// Run `pushchat-apns-sim` as a process of its own.
+    package var simulatorProcess = false
+    /// The account every process under test runs as (root only); nil: this process's user.
+    package var serviceUser: String?
+
+    package init(simulatorProcess: Bool = false, serviceUser: String? = nil) {
+        self.simulatorProcess = simulatorProcess
+        self.serviceUser = serviceUser
+    }
+}
+
+/// The processes of a field run: the service user's ids, and the simulator's process with its ports.
+final class FieldProcesses: Sendable {
+    struct Account: Sendable {
+        let name: String
+        let uid: uid_t
+        let gid: gid_t
+    }
+
+    let account: Account?
+    let simulatorPorts: APNsSimulator.Ports?
+    /// The simulator's process (nil: the simulator runs in the bench's process).
+    private let simulator: NIOLockedValueBox<Process?>
+    private let simulatorPID: Int32?
+
+    private init(account: Account?, simulator: Process?, ports: APNsSimulator.Ports?) {
+        self.account = account
+        self.simulator = NIOLockedValueBox(simulator)
+        self.simulatorPID = simulator?.processIdentifier
+        self.simulatorPorts = ports
+    }
+
+    /// Looks up the service user and starts the simulator's process, as `plan` asks; waits until its status page answers.
+    static func start(
+        _ plan: FieldPlan,
+        binDir: String,
+        certs: String,
+        fcmAccountFile: String,
+        fcmPort: Int,
+        topics: [String]
+    ) async throws -> FieldProcesses {
+        var account: Account?
+        if let name = plan.serviceUser {
+            guard geteuid() == 0 else { throw SimulatorError(reason: "--service-user needs root (the processes drop to it)") }
+            guard let entry = getpwnam(name) else { throw SimulatorError(reason: "--service-user \(name): no such user") }
+            account = Account(name: name, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
+        }
+        guard plan.simulatorProcess else { return FieldProcesses(account: account, simulator: nil, ports: nil) }
+        let ports = APNsSimulator.Ports(
+            gateway: try FreePort.loopback(),
+            feedback: try FreePort.loopback(),
+            http2: try FreePort.loopback(),
+            status: try FreePort.loopback(),
+            fcm: fcmPort
+        )
+        let field = FieldProcesses(account: account, simulator: nil, ports: nil)
+        let process = Process()
+        var arguments = [
+            "--certs", certs, "--gateway-port", "\(ports.gateway)", "--feedback-port", "\(ports.feedback)",
+            "--http2-port", "\(ports.http2)", "--status-port", "\(ports.status ?? 0)",
+            "--fcm-service-account", fcmAccountFile, "--fcm-port", "\(fcmPort)", "--log-level", "warning",
+        ]
+        for topic in topics { arguments += ["--topic", topic] }
+        (process.executableURL, process.arguments) = field.command(binDir + "/pushchat-apns-sim", arguments)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let started = FieldProcesses(account: account, simulator: process, ports: ports)
+        for _ in 0..<200 {
+            if (try? await started.accepted()) != nil { return started }
+            guard process.isRunning else {
+                throw SimulatorError(reason: "pushchat-apns-sim exited with status \(process.terminationStatus) at start")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        started.stop()
+        throw SimulatorError(reason: "pushchat-apns-sim's status page did not answer within 10 s")
+    }
+
+    /// The command line that runs `executable` as the service user without capabilities (or as is).
+    func command(_ executable: String, _ arguments: [String]) -> (URL, [String]) {
+        guard let account else { return (URL(fileURLWithPath: executable), arguments) }
+        let drop = [
+            "--reuid=\(account.uid)", "--regid=\(account.gid)", "--init-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+        ]
+        return (URL(fileURLWithPath: "/usr/bin/setpriv"), drop + [executable] + arguments)
+    }
+
+    /// What the simulator's process has accepted, from its status page; nil when the simulator runs in the bench.
+    func accepted() async throws -> Int? {
+        guard let port = simulatorPorts?.status else { return nil }
+        guard let body = try await LoadGenerator(port: port, connections: 1, duration: .zero).fetch(path: "/status.json") else {
+            throw SimulatorError(reason: "the simulator's status page did not answer 200")
+        }
+        struct Status: Decodable { let counters: SimulatorState.Counters }
+        return try JSONDecoder().decode(Status.self, from: Data(body.utf8)).counters.accepted
+    }
+
+    /// The CPU the simulator has used: its process's, or the bench's own (the simulator and the delaying proxies).
+    func simulatorCPUSeconds() -> Double {
+        guard let simulatorPID else { return Bench.ownCPUSeconds() }
+        return Bench.cpuSeconds(of: simulatorPID)
+    }
+
+    func stop() {
+        guard let process = simulator.withLockedValue({ $0 }) else { return }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
