@@ -233,7 +233,8 @@ extension Bench {
         try await truncate("active_users, push_queue, push_history, messages")
         let port = try Self.freePort()
         let acceptedBefore = try await accepted()
-        let api = try startAPI(port: port)
+        // Abuse limits off (one address sends it all), but rooms checked at the default size, as in production.
+        let api = try startAPI(port: port, extra: ["PUSHCHAT_API_MAX_ROOM_SIZE": "10000"])
         let daemon = try startDaemon(extra: ["PUSHCHAT_APNS_TRANSPORT": "http2"])
         defer {
             for process in [api, daemon] where process.isRunning { process.terminate() }

@@ -181,14 +181,13 @@ extension Bench {
     ]
 
     /// `pushchat-api serve` on loopback `port`, without abuse limits (the figures measure something else).
-    func startAPI(port: Int, logLevel: String = "warning") throws -> Process {
+    /// `extra` goes over the limits.
+    func startAPI(port: Int, logLevel: String = "warning", extra: [String: String] = [:]) throws -> Process {
         try startProcess(
             "pushchat-api",
             ["serve", "production"],
-            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": logLevel].merging(Self.noLimits)
-            {
-                $1
-            }
+            extra: ["PUSHCHAT_API_HOST": "127.0.0.1", "PUSHCHAT_API_PORT": "\(port)", "PUSHCHAT_LOG_LEVEL": logLevel]
+                .merging(Self.noLimits) { $1 }.merging(extra) { $1 }
         )
     }
 
