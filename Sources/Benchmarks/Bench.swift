@@ -168,6 +168,8 @@ package final class Bench: Sendable {
             "PUSHCHAT_APNS_TEAM_ID": developmentTeamID,
             "PUSHCHAT_LOG_FILE": "-",
             "PUSHCHAT_LOG_LEVEL": "warning",
+            // The processes check the schema against the migrations the database was made with.
+            "PUSHCHAT_MIGRATIONS_DIR": migrations,
         ]
         return Bench(
             url: url,
