@@ -19,10 +19,16 @@ struct BroadcastExpansion: Sendable {
         var previousApp = ""
         while !context.shutdown.isRequested {
             let generation = context.signal.generation
+            let looked = ContinuousClock.now
             do {
                 guard let broadcast = try await broadcasts.next(after: previousApp) else {
                     failures = 0
-                    await context.signal.wait(after: generation, timeout: context.pollInterval)
+                    await context.signal.wait(
+                        after: generation,
+                        timeout: context.pollInterval,
+                        spacedFrom: looked,
+                        by: QueueSignal.idleLookSpacing
+                    )
                     continue
                 }
                 let result = try await broadcasts.expand(broadcast, limit: Self.batch)

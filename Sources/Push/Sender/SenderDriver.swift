@@ -106,8 +106,9 @@ struct SenderDriver<D: Destination>: Sendable {
     private func waitForRows() async -> Bool {
         while !shutdown.isRequested {
             let generation = signal.generation
+            let looked = ContinuousClock.now
             if (try? await context.queue.hasUnclaimed()) == true { return true }
-            await signal.wait(after: generation, timeout: context.pollInterval)
+            await signal.wait(after: generation, timeout: context.pollInterval, spacedFrom: looked, by: QueueSignal.idleLookSpacing)
         }
         return false
     }
