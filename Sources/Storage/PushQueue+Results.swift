@@ -52,6 +52,15 @@ extension PushQueue {
         // Last: its rows are the answer.
         if !results.deferred.isEmpty { statements.append(postponeStatement(results.deferred, limit: retryLimit)) }
         guard let last = statements.last else { return 0 }
+        if statements.count == 1, !results.sent.isEmpty {
+            // A batch's usual result: prepared, its plan kept.
+            if history.moving {
+                _ = try await runPrepared(SentStatement<SentMoving>(ids: results.sent, instance: instance))
+            } else {
+                _ = try await runPrepared(SentStatement<SentInPlace>(ids: results.sent, instance: instance))
+            }
+            return 0
+        }
         let rows = statements.count == 1 ? try await run(last, committed: true) : try await runInTransaction(statements)
         if !results.released.isEmpty { rewind() }
         return results.deferred.isEmpty ? 0 : try Self.failedCount(rows)
