@@ -27,7 +27,7 @@ import Testing
     @Test func theAppsCommandAddsListsUpdatesDisablesAndRefusesBadSettings() async throws {
         try await TestDatabase.withFreshDatabase { url in
             let environment = ["PUSHCHAT_DATABASE_URL": url.connectionString]
-            let api = try Executable(name: "pushchat-api")
+            let api = Executable(name: "pushchat-api")
             func run(_ arguments: [String]) throws -> Executable.Result {
                 try api.run(arguments + ["development"], environment: environment)
             }
