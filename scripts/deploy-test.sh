@@ -892,9 +892,13 @@ dump=$(ls -1 "$scratch/backups"/pushchat-*.dump | tail -n 1)
     || die "the backup kept files older than PUSHCHAT_BACKUP_KEEP_DAYS"
 [ "$(stat -c '%a %U' "$scratch/backups")" = "700 root" ] || die "the backup folder is not 0700 root"
 [ "$(stat -c '%a %U' "$dump")" = "600 root" ] || die "the dump is not 0600 root"
-tar -tzf "$(ls -1 "$scratch/backups"/etc-pushchat-*.tar.gz | tail -n 1)" | grep -q "apns.env$" || die "the backup of /etc/pushchat lacks apns.env"
-pg_restore --list "$dump" | grep -q "TABLE DATA public push_history " && die "the dump holds push_history's rows (PUSHCHAT_BACKUP_HISTORY=no)"
-pg_restore --list "$dump" | grep -q "TABLE public push_history " || die "the dump lacks push_history's table"
+# Listings read whole before grep -q looks: a grep that stops at its match while the lister still writes kills it
+# with SIGPIPE, and pipefail then turns a match into a failure (the last stop's CI: "the dump lacks push_history's table").
+settings_listing=$(tar -tzf "$(ls -1 "$scratch/backups"/etc-pushchat-*.tar.gz | tail -n 1)")
+grep -q "apns.env$" <<<"$settings_listing" || die "the backup of /etc/pushchat lacks apns.env"
+dump_listing=$(pg_restore --list "$dump") || die "pg_restore --list cannot read $dump"
+grep -q "TABLE DATA public push_history " <<<"$dump_listing" && die "the dump holds push_history's rows (PUSHCHAT_BACKUP_HISTORY=no)"
+grep -q "TABLE public push_history " <<<"$dump_listing" || die "the dump lacks push_history's table"
 grep -q '^pushchat_backup_last_success_timestamp_seconds [0-9]' "$metrics/pushchat_backup.prom" || die "the backup wrote no metric"
 cat "$metrics/pushchat_backup.prom" >>"$scratch/exported.metrics"
 

@@ -178,7 +178,7 @@ token=$(printf 'd7%.0s' {1..32})
 [ "$(post --data-urlencode cmd=message --data-urlencode udid=2222222222222222222222222222222222222222 --data-urlencode 'text=Under systemd')" = 200 ] || die "message"
 for _ in $(seq 1 100); do grep -q "$token" "$scratch/record.jsonl" 2>/dev/null && break; sleep 0.1; done
 grep "$token" "$scratch/record.jsonl" | grep -q 'Bob: Under systemd' || die "the message did not arrive at the simulator"
-in_container journalctl --no-pager -u pushchat-push | grep -q 'Connection OK (HTTP/2)' || die "the journal has no line of pushchat-push"
+grep -q 'Connection OK (HTTP/2)' <<<"$(in_container journalctl --no-pager -u pushchat-push)" || die "the journal has no line of pushchat-push"
 [ "$(in_container systemctl show -p User --value pushchat-api)" = pushchat-api ] || die "the API does not run as pushchat-api"
 echo "    pushchat-api and pushchat-push active under systemd's sandbox; the message arrived"
 
@@ -194,7 +194,7 @@ step "2b. the nightly backup's service, under its hardening (root without capabi
 in_container systemctl start pushchat-backup || die "pushchat-backup failed: $(in_container journalctl --no-pager -u pushchat-backup | tail -n 5)"
 [ "$(in_container systemctl show -p Result --value pushchat-backup)" = success ] || die "pushchat-backup did not succeed"
 ls "$root/var/backups/pushchat"/pushchat-*.dump >/dev/null 2>&1 || die "pushchat-backup wrote no dump"
-in_container journalctl --no-pager -u pushchat-backup | grep -q 'verified with pg_restore --list' || die "the backup did not verify its dump"
+grep -q 'verified with pg_restore --list' <<<"$(in_container journalctl --no-pager -u pushchat-backup)" || die "the backup did not verify its dump"
 grep -q '^pushchat_backup_last_success_timestamp_seconds ' "$root/var/lib/prometheus/node-exporter/pushchat_backup.prom" || die "no backup metric"
 echo "    pushchat-backup dumped, verified and tarred /etc/pushchat; its metric is written"
 
@@ -209,7 +209,7 @@ restarts=$(in_container systemctl show -p NRestarts --value pushchat-push)
 active=$(in_container systemctl is-active pushchat-push || true)
 [ "$status" = 78 ] && [ "$restarts" = 0 ] && [ "$active" = failed ] \
     || die "after exit 78: status $status, $restarts restarts, $active (expected 78, 0, failed)"
-in_container journalctl --no-pager -u pushchat-push | grep -q 'PUSHCHAT_PUSH_STATUS_PORT: expected a whole number' || die "the journal does not name the setting"
+grep -q 'PUSHCHAT_PUSH_STATUS_PORT: expected a whole number' <<<"$(in_container journalctl --no-pager -u pushchat-push)" || die "the journal does not name the setting"
 rm "$root/etc/systemd/system/pushchat-push.service.d/broken.conf"
 in_container systemctl daemon-reload
 in_container systemctl reset-failed pushchat-push

@@ -147,13 +147,7 @@ extension Bench {
         let result = try await generator.run(path: "/api.php", body: Self.chatForm)
         _ = try? await sampler.value
         sampler.cancel()
-        // Let the daemon finish what is queued.
-        let deadline = ContinuousClock.now + .seconds(120)
-        var pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
-        while pending > 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .seconds(1))
-            pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
-        }
+        let pending = try await waitUntilDrained()
         let sent = try await scalar("SELECT count(*) FROM \(deliveries) WHERE time_sent IS NOT NULL")
         let series = samples.withLockedValue { $0 }
         // Growth over the last two thirds of the run (the first third is warming up: pools, caches, allocator).
@@ -248,12 +242,7 @@ extension Bench {
             api: Self.cpuSeconds(of: api.processIdentifier) - cpuBefore.api,
             daemon: Self.cpuSeconds(of: daemon.processIdentifier) - cpuBefore.daemon
         )
-        let deadline = ContinuousClock.now + .seconds(120)
-        var pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
-        while pending > 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-            pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
-        }
+        let pending = try await waitUntilDrained()
         let queued = try await scalar("SELECT count(*) FROM \(deliveries)")
         let twice = try await accepted() - acceptedBefore - Int(queued)
         let requests = result.ok + result.failed
@@ -275,6 +264,17 @@ extension Bench {
                 met: nil
             ),
         ]
+    }
+
+    /// Lets the daemon finish what is queued (two minutes at most); the rows still pending then.
+    func waitUntilDrained() async throws -> Int64 {
+        let deadline = ContinuousClock.now + .seconds(120)
+        var pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
+        while pending > 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+            pending = try await scalar("SELECT count(*) FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL")
+        }
+        return pending
     }
 
     /// One minute's memory of the API and the daemon, in kB.
