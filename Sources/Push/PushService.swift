@@ -116,6 +116,7 @@ package final class PushService: Service, Sendable {
             configuration: configuration,
             session: database.session,
             signal: context.signal,
+            cursors: context.queue.cursors,
             logger: logger
         )
         await withTaskGroup(of: Void.self) { background in

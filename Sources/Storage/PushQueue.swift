@@ -84,6 +84,29 @@ package struct PushQueue: Sendable {
         init(_ cursor: ClaimCursor) { value = Mutex(cursor) }
     }
 
+    /// Every cursor of the daemon's queues (each lane's, each kind's), for what the NOTIFYs say (shared by every queue
+    /// made from one).
+    package final class Cursors: Sendable {
+        private let boxes = Mutex<[CursorBox]>([])
+        private let listening = Atomic(false)
+
+        package init() {}
+
+        func register(_ new: CursorBox...) { boxes.withLock { $0 += new } }
+
+        /// Whether a LISTEN connection is up: NOTIFYs then say where rows appear behind the cursors.
+        package var isListening: Bool { listening.load(ordering: .relaxed) }
+
+        package func setListening(_ value: Bool) { listening.store(value, ordering: .relaxed) }
+
+        /// Rows from `id` on became claimable (nil: somewhere, so every next claim starts from the start).
+        package func rewind(below id: Int64?) {
+            for box in boxes.withLock({ $0 }) { box.value.withLock { $0.rewind(below: id ?? 0) } }
+        }
+    }
+    /// See ``Cursors``.
+    package let cursors: Cursors
+
     /// `rescan`: how long a backlog may be claimed past rows behind the cursor (see ``ClaimCursor``).
     package init(client: PostgresClient, instance: String, lease: Duration, rescan: Duration = .seconds(1), logger: Logger) {
         self.init(source: .pool(client), instance: instance, lease: lease, rescan: rescan, logger: logger)
@@ -100,16 +123,19 @@ package struct PushQueue: Sendable {
         lease: Duration,
         rescan: Duration,
         logger: Logger,
-        history: PushHistory.Mode = PushHistory.Mode()
+        history: PushHistory.Mode = PushHistory.Mode(),
+        cursors: Cursors = Cursors()
     ) {
         self.source = source
         self.history = history
+        self.cursors = cursors
         self.instance = instance
         self.lease = lease
         self.rescan = rescan
         self.logger = logger
         self.cursor = CursorBox(ClaimCursor(rescan: rescan))
         self.bulkCursor = CursorBox(ClaimCursor(rescan: rescan))
+        cursors.register(cursor, bulkCursor)
     }
 
     var leaseSeconds: Double { lease.seconds }
@@ -143,7 +169,15 @@ package struct PushQueue: Sendable {
     /// The same queue for `app`'s rows on `platform`: its own claim cursor (one app's or platform's backlog never
     /// moves another's claims).
     package func forApp(_ app: String, platform: Platform = .apns) -> PushQueue {
-        var queue = PushQueue(source: source, instance: instance, lease: lease, rescan: rescan, logger: logger, history: history)
+        var queue = PushQueue(
+            source: source,
+            instance: instance,
+            lease: lease,
+            rescan: rescan,
+            logger: logger,
+            history: history,
+            cursors: cursors
+        )
         queue.retryLimit = retryLimit
         queue.app = app
         queue.platform = platform
@@ -239,8 +273,9 @@ package struct PushQueue: Sendable {
     /// `bulkLimit` caps the broadcast rows of this claim (`push_broadcast_rate`'s share; nil: no cap).
     package func claim(limit: Int, bulkLimit: Int? = nil) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
-        let after = cursor.value.withLock { $0.start(now: now) }
-        let afterBulk = bulkCursor.value.withLock { $0.start(now: now) }
+        let listening = cursors.isListening
+        let after = cursor.value.withLock { $0.start(now: now, listening: listening) }
+        let afterBulk = bulkCursor.value.withLock { $0.start(now: now, listening: listening) }
         let bulkCap = min(limit, max(0, bulkLimit ?? limit))
         let share = traffic == .all ? min(Self.broadcastShare(of: limit), bulkCap) : 0
         let rows = try await runPrepared(
@@ -375,8 +410,15 @@ package struct PushQueue: Sendable {
         bulkCursor.value.withLock { $0.rewind() }
     }
 
+    /// Gives the rows back and says where with a NOTIFY: the other daemons' cursors may be past them.
     func releaseStatement(_ ids: [Int64]) -> PostgresQuery {
-        "UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL"
+        """
+        WITH r AS (
+            UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL
+            RETURNING message_id
+        )
+        SELECT pg_notify('push_queue', min(message_id)::text) IS NULL FROM r HAVING count(*) > 0
+        """
     }
 
     /// A row to try again later, with the answer that made it wait.
@@ -496,15 +538,20 @@ package struct PushQueue: Sendable {
     /// after an outage longer than the lease they would otherwise be claimed and sent again.
     @discardableResult
     package func reclaimExpired(keeping held: [Int64] = []) async throws -> Int {
+        // The NOTIFY says where they are: every daemon's cursors may be past them.
         let rows = try await run(
             """
-            UPDATE push_queue SET claimed_until = NULL
-            WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until < now()
-              AND NOT (claimed_by = \(instance) AND message_id = ANY(\(held)))
-            RETURNING 1
+            WITH r AS (
+                UPDATE push_queue SET claimed_until = NULL
+                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until < now()
+                  AND NOT (claimed_by = \(instance) AND message_id = ANY(\(held)))
+                RETURNING message_id
+            )
+            SELECT count(*), pg_notify('push_queue', min(message_id)::text) IS NULL FROM r HAVING count(*) > 0
             """
         )
-        let count = rows.count
+        var count = 0
+        for (returned, _) in try rows.decode((Int64, Bool).self) { count = Int(returned) }
         if count > 0 { rewind() }
         return count
     }

@@ -73,6 +73,76 @@ import Testing
         }
     }
 
+    /// While the daemon listens, a claim from the start is only a safety net: a row whose transaction committed after
+    /// the cursor passed its id is found through its NOTIFY, which carries the id (as the daemon's listener does).
+    @Test func aLateCommitBehindTheCursorIsFoundThroughItsNotify() async throws {
+        try await Self.withQueue(rows: 0) { queue, url in
+            queue.cursors.setListening(true)
+            try await TestDatabase.withConnection(url) { listener in
+                try await listener.listen(on: "push_queue") { notifications in
+                    var payloads = notifications.makeAsyncIterator()
+                    try await TestDatabase.withConnection(url) { late in
+                        try await late.query("BEGIN", logger: TestDatabase.logger)
+                        try await late.query(
+                            "INSERT INTO push_queue (device_token, payload) VALUES ('late', '{}')",
+                            logger: TestDatabase.logger
+                        )
+                        try await TestDatabase.withConnection(url) { writer in
+                            try await writer.query(
+                                "INSERT INTO push_queue (device_token, payload) SELECT 'b', '{}' FROM generate_series(1, 8)",
+                                logger: TestDatabase.logger
+                            )
+                        }
+                        #expect(try await payloads.next()?.payload == "2")
+                        #expect(try await Self.ids(queue, 4) == [2, 3, 4, 5], "row 1 is not committed yet")
+                        try await late.query("COMMIT", logger: TestDatabase.logger)
+                    }
+                    let notification = try await payloads.next()
+                    #expect(notification?.payload == "1")
+                    queue.cursors.rewind(below: notification.flatMap { Int64($0.payload) })
+                    #expect(try await Self.ids(queue, 4) == [1, 6, 7, 8], "the late row first, then on from the cursor")
+                }
+            }
+        }
+    }
+
+    /// Rows given back and rows returned from an expired lease say where they are, for the other daemons' cursors.
+    @Test func rowsGivenBackOrReturnedNotifyTheirLowestMessageID() async throws {
+        try await Self.withQueue(rows: 10) { queue, url in
+            try await TestDatabase.withConnection(url) { listener in
+                try await listener.listen(on: "push_queue") { notifications in
+                    var payloads = notifications.makeAsyncIterator()
+                    #expect(try await Self.ids(queue, 6) == [1, 2, 3, 4, 5, 6])
+                    try await queue.release([3, 5])
+                    #expect(try await payloads.next()?.payload == "3")
+                    try await TestDatabase.withConnection(url) { connection in
+                        try await connection.query(
+                            "UPDATE push_queue SET claimed_until = now() - interval '1 second' WHERE message_id IN (4, 6)",
+                            logger: TestDatabase.logger
+                        )
+                    }
+                    #expect(try await queue.reclaimExpired() == 2)
+                    #expect(try await payloads.next()?.payload == "4")
+                    #expect(try await queue.reclaimExpired() == 0, "nothing returned: no NOTIFY")
+                    try await queue.release([1])
+                    #expect(try await payloads.next()?.payload == "1")
+                }
+            }
+        }
+    }
+
+    @Test func whileListeningARowBehindTheCursorWithoutANotifyWaitsForTheSafetyNet() async throws {
+        try await Self.withQueue(rows: 12) { queue, url in
+            queue.cursors.setListening(true)
+            #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])
+            try await Self.free(2, url: url)
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await Self.ids(queue, 4) == [5, 6, 7, 8], "the rescan interval alone no longer sends it to the start")
+            queue.cursors.setListening(false)
+            #expect(try await Self.ids(queue, 4) == [2, 9, 10, 11], "without a listener it does")
+        }
+    }
+
     @Test func expiredLeasesReturnedToTheQueueAreClaimedNext() async throws {
         try await Self.withQueue(rows: 10, rescan: .seconds(60)) { queue, url in
             #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])

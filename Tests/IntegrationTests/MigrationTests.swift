@@ -266,7 +266,7 @@ import Testing
         #expect(throws: DatabaseError.self) { try Migration.load(from: directory) }
     }
 
-    @Test func queueingNotifiesOncePerStatement() async throws {
+    @Test func queueingNotifiesOncePerStatementWithTheLowestMessageID() async throws {
         try await TestDatabase.withFreshDatabase { url in
             try await TestDatabase.withConnection(url) { listener in
                 try await listener.listen(on: "push_queue") { notifications in
@@ -279,15 +279,22 @@ import Testing
                             "INSERT INTO push_queue (device_token, payload) VALUES ('t', '{}')",
                             logger: TestDatabase.logger
                         )
+                        try await writer.query(
+                            "INSERT INTO push_queue (device_token, payload) SELECT 't', '{}' WHERE false",
+                            logger: TestDatabase.logger
+                        )
                         // Delivered in commit order: the marker comes after every notification of the inserts.
                         try await writer.query("SELECT pg_notify('push_queue', 'end')", logger: TestDatabase.logger)
                     }
-                    var received = 0
+                    var payloads: [String] = []
                     for try await notification in notifications {
                         if notification.payload == "end" { break }
-                        received += 1
+                        payloads.append(notification.payload)
                     }
-                    #expect(received == 2, "one NOTIFY per inserting statement, not per row")
+                    #expect(
+                        payloads == ["1", "51"],
+                        "one NOTIFY per statement that queued rows, not per row, each with its lowest message id"
+                    )
                 }
             }
         }

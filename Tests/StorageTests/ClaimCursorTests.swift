@@ -52,4 +52,42 @@ import Testing
         cursor.rewind()
         #expect(cursor.start(now: t0 + .milliseconds(1)) == 0)
     }
+
+    @Test func whileListeningTheClaimFromTheStartIsOnlyASafetyNet() {
+        var cursor = ClaimCursor(rescan: .seconds(1))
+        _ = cursor.start(now: t0, listening: true)
+        cursor.claimed(count: 100, limit: 100, newest: 100)
+        #expect(cursor.start(now: t0 + .seconds(30), listening: true) == 100, "the NOTIFYs say where rows appear behind it")
+        cursor.claimed(count: 100, limit: 100, newest: 200)
+        #expect(cursor.start(now: t0 + .seconds(60), listening: true) == 0, "once a minute from the start all the same")
+        cursor.claimed(count: 100, limit: 100, newest: 300)
+        #expect(cursor.start(now: t0 + .milliseconds(60_500), listening: false) == 300)
+        cursor.claimed(count: 100, limit: 100, newest: 400)
+        #expect(cursor.start(now: t0 + .seconds(62), listening: false) == 0, "without a listener, every rescan interval")
+    }
+
+    @Test func aNotifyBehindTheCursorRewindsItToTheRows() {
+        var cursor = ClaimCursor()
+        _ = cursor.start(now: t0, listening: true)
+        cursor.claimed(count: 100, limit: 100, newest: 500)
+        cursor.rewind(below: 900)
+        #expect(cursor.start(now: t0 + .milliseconds(1), listening: true) == 500, "rows ahead of the cursor change nothing")
+        cursor.claimed(count: 100, limit: 100, newest: 600)
+        cursor.rewind(below: 250)
+        #expect(cursor.start(now: t0 + .milliseconds(2), listening: true) == 249, "the next claim takes message 250")
+    }
+
+    /// A claim under way when the NOTIFY came read the queue before the late row was there: when it ends, the cursor
+    /// stays before the row until a claim has started from there.
+    @Test func aClaimUnderWayWhenTheNotifyCameDoesNotMovePastIt() {
+        var cursor = ClaimCursor()
+        _ = cursor.start(now: t0, listening: true)
+        cursor.claimed(count: 100, limit: 100, newest: 500)
+        #expect(cursor.start(now: t0 + .milliseconds(1), listening: true) == 500)
+        cursor.rewind(below: 300)
+        cursor.claimed(count: 100, limit: 100, newest: 700)
+        #expect(cursor.start(now: t0 + .milliseconds(2), listening: true) == 299)
+        cursor.claimed(count: 100, limit: 100, newest: 800)
+        #expect(cursor.start(now: t0 + .milliseconds(3), listening: true) == 800, "once claimed from there, on it goes")
+    }
 }
