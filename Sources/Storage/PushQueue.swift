@@ -87,12 +87,21 @@ package struct PushQueue: Sendable {
     /// Every cursor of the daemon's queues (each lane's, each kind's), for what the NOTIFYs say (shared by every queue
     /// made from one).
     package final class Cursors: Sendable {
-        private let boxes = Mutex<[CursorBox]>([])
+        /// Held weakly: a sender made again for an updated app leaves its old queue's cursors behind.
+        private struct Entry: Sendable {
+            weak let box: CursorBox?
+        }
+        private let boxes = Mutex<[Entry]>([])
         private let listening = Atomic(false)
 
         package init() {}
 
-        func register(_ new: CursorBox...) { boxes.withLock { $0 += new } }
+        func register(_ new: CursorBox...) {
+            boxes.withLock { boxes in
+                boxes.removeAll { $0.box == nil }
+                boxes += new.map { Entry(box: $0) }
+            }
+        }
 
         /// Whether a LISTEN connection is up: NOTIFYs then say where rows appear behind the cursors.
         package var isListening: Bool { listening.load(ordering: .relaxed) }
@@ -101,7 +110,7 @@ package struct PushQueue: Sendable {
 
         /// Rows from `id` on became claimable (nil: somewhere, so every next claim starts from the start).
         package func rewind(below id: Int64?) {
-            for box in boxes.withLock({ $0 }) { box.value.withLock { $0.rewind(below: id ?? 0) } }
+            for entry in boxes.withLock({ $0 }) { entry.box?.value.withLock { $0.rewind(below: id ?? 0) } }
         }
     }
     /// See ``Cursors``.
@@ -350,14 +359,12 @@ package struct PushQueue: Sendable {
         _ = try await run(sentStatement(ids))
     }
 
+    /// The text of ``SentStatement``, unnamed (in a transaction with other results, or run as is).
     func sentStatement(_ ids: [Int64]) -> PostgresQuery {
-        guard history.moving else {
-            return "UPDATE push_queue SET time_sent = now(), last_status = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance)"
-        }
-        return """
-            WITH done AS (DELETE FROM push_queue WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) RETURNING *)
-            \(unescaped: Self.sentInsert)
-            """
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(ids)
+        bindings.append(instance)
+        return PostgresQuery(unsafeSQL: history.moving ? SentMoving.sql : SentInPlace.sql, binds: bindings)
     }
 
     static let sentInsert = PushHistory.insert(
