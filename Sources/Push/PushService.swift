@@ -282,11 +282,11 @@ package final class PushService: Service, Sendable {
     static func sampleQueue(_ context: WorkerContext) async {
         while !Task.isCancelled {
             let start = ContinuousClock.now
-            if let (count, age, _) = try? await context.queue.depth() {
-                context.metrics.queueDepth.set(count)
-                context.metrics.oldestPendingAge.set(age)
+            if let sample = try? await context.queue.sample() {
+                context.metrics.queueDepth.set(sample.count)
+                context.metrics.oldestPendingAge.set(sample.oldestAge)
+                context.metrics.pending(byLane: sample.lanes)
             }
-            if let lanes = try? await context.queue.pendingByLane() { context.metrics.pending(byLane: lanes) }
             try? await Task.sleep(for: max(context.pollInterval, .seconds(1), start.duration(to: .now) * 20))
         }
     }

@@ -223,23 +223,6 @@ package struct PushQueue: Sendable {
         return false
     }
 
-    /// Rows waiting to be sent, and how many seconds the oldest has waited (for metrics), in all and by app.
-    package func depth() async throws -> (count: Int, oldestAge: Double, byApp: [String: Int]) {
-        let rows = try await run(
-            """
-            SELECT app, count(*), coalesce(extract(epoch FROM now() - min(time_queued)), 0)::float8
-            FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL GROUP BY app
-            """
-        )
-        var (count, oldest, byApp) = (0, 0.0, [String: Int]())
-        for (app, pending, age) in try rows.decode((String, Int64, Double).self) {
-            byApp[app] = Int(pending)
-            count += Int(pending)
-            oldest = max(oldest, age)
-        }
-        return (count, oldest, byApp)
-    }
-
     /// One app and platform's rows that are due (not deferred after a 429 or 503), for an enabled app.
     package struct Lane: Sendable, Equatable {
         package let app: String
@@ -248,25 +231,46 @@ package struct PushQueue: Sendable {
         package let oldestAge: Double
     }
 
-    /// Every enabled app's lanes (each platform, 0 when nothing is due: the series exist before the first row does).
-    package func pendingByLane() async throws -> [Lane] {
+    /// What the metrics show of the queue: the rows waiting to be sent (deferred ones too) and how many seconds the
+    /// oldest has waited, and every enabled app's lanes (each platform, 0 when nothing is due: the series exist before
+    /// the first row does).
+    package struct Sample: Sendable, Equatable {
+        package var count = 0
+        package var oldestAge = 0.0
+        package var lanes: [Lane] = []
+    }
+
+    /// Samples the queue for the metrics in one pass over the waiting rows (two passes, one per figure, cost a
+    /// quarter of a 200,000-row drain's time in PostgreSQL in the field bench).
+    package func sample() async throws -> Sample {
         let rows = try await run(
             """
-            SELECT a.name, p.platform, count(q.message_id),
-                   coalesce(extract(epoch FROM now() - min(q.time_queued)), 0)::float8
-            FROM apps a CROSS JOIN (VALUES ('apns'), ('fcm')) AS p (platform)
-            LEFT JOIN push_queue q ON q.app = a.name AND q.platform = p.platform
-                AND q.time_sent IS NULL AND q.time_failed IS NULL
-                AND NOT coalesce(q.claimed_by = 'retry-later' AND q.claimed_until > now(), false)
-            WHERE a.disabled_at IS NULL
-            GROUP BY a.name, p.platform
+            WITH waiting AS (
+                SELECT app, platform, time_queued,
+                       NOT coalesce(claimed_by = 'retry-later' AND claimed_until > now(), false) AS due
+                FROM push_queue WHERE time_sent IS NULL AND time_failed IS NULL
+            ), counted AS (
+                SELECT app, platform, count(*) AS n, min(time_queued) AS oldest,
+                       count(*) FILTER (WHERE due) AS due, min(time_queued) FILTER (WHERE due) AS due_oldest
+                FROM waiting GROUP BY app, platform
+            ), lanes AS (
+                SELECT a.name AS app, p.platform FROM apps a CROSS JOIN (VALUES ('apns'), ('fcm')) AS p (platform)
+                WHERE a.disabled_at IS NULL
+            )
+            SELECT coalesce(c.app, l.app), coalesce(c.platform, l.platform), l.app IS NOT NULL, coalesce(c.n, 0),
+                   coalesce(extract(epoch FROM now() - c.oldest), 0)::float8, coalesce(c.due, 0),
+                   coalesce(extract(epoch FROM now() - c.due_oldest), 0)::float8
+            FROM counted c FULL JOIN lanes l ON l.app = c.app AND l.platform = c.platform
+            ORDER BY 1, 2
             """
         )
-        var lanes: [Lane] = []
-        for (app, platform, pending, age) in try rows.decode((String, String, Int64, Double).self) {
-            lanes.append(Lane(app: app, platform: platform, pending: Int(pending), oldestAge: age))
+        var sample = Sample()
+        for (app, platform, isLane, count, age, due, dueAge) in try rows.decode((String, String, Bool, Int64, Double, Int64, Double).self) {
+            sample.count += Int(count)
+            sample.oldestAge = max(sample.oldestAge, age)
+            if isLane { sample.lanes.append(Lane(app: app, platform: platform, pending: Int(due), oldestAge: dueAge)) }
         }
-        return lanes
+        return sample
     }
 
     /// Claims up to `limit` pending, unclaimed rows, oldest first (from the cursor while a backlog drains): rows other
