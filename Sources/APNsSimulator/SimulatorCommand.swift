@@ -55,6 +55,8 @@ struct SimulatorCommand: AsyncParsableCommand {
     var feedbackFault = "none"
     @Option(help: "Append every accepted notification to this JSON-lines file.")
     var record: String?
+    @Option(help: "With --record: only notifications whose device token starts with this (the others are counted only).")
+    var recordTokens: String?
     @Option(help: "Close each gateway connection abruptly after N notifications.")
     var closeAfter: Int?
     @Option(help: "Answer status 10 (shutdown) after N notifications on each connection.")
@@ -126,6 +128,7 @@ struct SimulatorCommand: AsyncParsableCommand {
         }
         if let fcmUnregistered { configuration.fcm.unregisteredTokens = Set(try Self.lines(of: fcmUnregistered)) }
         configuration.recordFile = record
+        configuration.recordTokenPrefix = recordTokens
         if let unregistered {
             configuration.unregisteredTokens = Set(try Self.lines(of: unregistered).map { $0.lowercased() })
         }

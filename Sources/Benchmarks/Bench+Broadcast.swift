@@ -19,11 +19,11 @@ extension Bench {
             INSERT INTO devices (device_token, registered_by) SELECT lpad(to_hex(g), 64, '0'), 'bench' FROM generate_series(1, \(devices)) g
             """
         )
-        // Chat users: tokens ccc…, ten to a room.
+        // Chat users: tokens cccc…, ten to a room.
         try await query(
             """
             INSERT INTO active_users (udid, device_token, nickname, secret_code)
-            SELECT lpad(to_hex(g), 40, '0'), 'cccc' || lpad(to_hex(g), 60, '0'), 'member ' || g, 'room' || (g % \(rooms))
+            SELECT lpad(to_hex(g), 40, '0'), '\(Self.chatTokenPrefix)' || lpad(to_hex(g), 60, '0'), 'member ' || g, 'room' || (g % \(rooms))
             FROM generate_series(1, \(rooms * 10)) g
             """
         )
@@ -44,17 +44,29 @@ extension Bench {
             var chat: [(connection: Int, index: Int, arrival: Date)] = []
         }
         let arrivals = NIOLockedValueBox(Arrivals())
-        simulator.state.observe { notification in
-            if notification.payload.contains("bench broadcast") {
-                arrivals.withLockedValue { arrivals in
-                    if arrivals.firstBroadcast == nil { arrivals.firstBroadcast = notification.arrival }
-                    arrivals.broadcast += 1
+        // In the field the simulator's process writes the chat notifications down (read at the end), and its counters
+        // say how many of the others (the broadcast's) it took.
+        let inField = field.simulatorPorts != nil
+        if !inField {
+            simulator.state.observe { notification in
+                if notification.payload.contains("bench broadcast") {
+                    arrivals.withLockedValue { arrivals in
+                        if arrivals.firstBroadcast == nil { arrivals.firstBroadcast = notification.arrival }
+                        arrivals.broadcast += 1
+                    }
+                } else if let (connection, index) = Self.chatMessage(in: notification.payload) {
+                    arrivals.withLockedValue { $0.chat.append((connection, index, notification.arrival)) }
                 }
-            } else if let (connection, index) = Self.chatMessage(in: notification.payload) {
-                arrivals.withLockedValue { $0.chat.append((connection, index, notification.arrival)) }
             }
         }
         defer { simulator.state.observe(nil) }
+        let recordedBefore = try await field.counters()?.recorded ?? 0
+        let acceptedBefore = try await accepted()
+        /// The broadcast's notifications the simulator took so far (in the field: its counters, polled).
+        @Sendable func broadcastDelivered() async throws -> Int {
+            guard inField, let counters = try await field.counters() else { return arrivals.withLockedValue { $0.broadcast } }
+            return (counters.accepted - acceptedBefore) - (counters.recorded - recordedBefore)
+        }
 
         let port = try Self.freePort()
         let api = try startAPI(port: port)
@@ -106,13 +118,26 @@ extension Bench {
         // Bounded: on a machine that cannot carry the chat traffic, the broadcast gets its tenth of each claim and the
         // figure says how far it got.
         let deadline = ContinuousClock.now + .seconds(300)
-        while arrivals.withLockedValue({ $0.broadcast }) < total && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
+        // In the field the chat users' own broadcast notifications are among the recorded ones, counted at the end.
+        let awaited = inField ? total - rooms * 10 : total
+        var delivered = 0
+        while delivered < awaited && ContinuousClock.now < deadline {
+            // In the field, the first notification's arrival is known to the poll's 20 ms.
+            try await Task.sleep(for: .milliseconds(inField && delivered == 0 ? 20 : 100))
+            delivered = try await broadcastDelivered()
+            if inField, delivered > 0 { arrivals.withLockedValue { $0.firstBroadcast = $0.firstBroadcast ?? Date() } }
         }
         let drained = Date()
-        let delivered = arrivals.withLockedValue { $0.broadcast }
         chat.cancel()
         try await Task.sleep(for: .seconds(1))
+        if inField {
+            let recorded = try field.recordedChat()
+            let chat = recorded.compactMap { line in
+                Self.chatMessage(in: line.payload).map { (connection: $0.0, index: $0.1, arrival: line.arrival) }
+            }
+            arrivals.withLockedValue { $0.chat = chat }
+            delivered += recorded.count { $0.payload.contains("bench broadcast") }
+        }
 
         let (first, chatArrivals) = arrivals.withLockedValue { ($0.firstBroadcast, $0.chat) }
         let answerTimes = answers.withLockedValue { $0 }
@@ -131,7 +156,7 @@ extension Bench {
         func percentile(_ sorted: [Double], _ p: Double) -> Double {
             sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
         }
-        let (p50, p99) = (percentile(during, 0.5), percentile(during, 0.99))
+        let (p50, p99, slowest) = (percentile(during, 0.5), percentile(during, 0.99), during.last ?? 0)
         let span = drained.timeIntervalSince(answered)
         let twice = try await scalar(
             "SELECT count(*) FROM (SELECT device_token FROM push_deliveries WHERE bulk GROUP BY device_token HAVING count(*) > 1) t"
@@ -171,13 +196,16 @@ extension Bench {
                 met: nil
             ),
             Figure(
-                name: "  chat while it drains (\(Int(Double(during.count) / span)) notifications/s): answer → simulator, p50 / p99",
-                value: String(format: "%.1f ms / %.1f ms", p50, p99),
-                target: "p50 ≤ 20 ms, p99 ≤ 100 ms",
-                met: p50 <= 20 && p99 <= 100
+                name: "  chat while it drains (\(Int(Double(during.count) / span)) notifications/s): answer → simulator, p50 / p99 / max",
+                value: String(format: "%.1f ms / %.1f ms / %.1f ms", p50, p99, slowest),
+                target: "p50 ≤ 20 ms, p99 (max in the field) ≤ 100 ms",
+                met: p50 <= 20 && (inField ? slowest : p99) <= 100
             ),
         ]
     }
+
+    /// The device tokens of the broadcast figure's chat users start with this (the simulator's process records them).
+    static let chatTokenPrefix = "cccc"
 
     /// The connection and index of a chat message `m<connection>x<index>` in a notification's payload.
     static func chatMessage(in payload: String) -> (Int, Int)? {

@@ -45,7 +45,7 @@ package struct BenchPlan: Sendable {
 
     static let defaultGroups: Set<String> = ["simulator", "drain", "http2", "memory", "latency", "api", "fanout", "feedback"]
     /// The groups that read the simulator through its counters only, so they run against its own process too.
-    static let fieldGroups: Set<String> = ["drain", "http2", "memory", "api", "rounds", "chat", "soak"]
+    static let fieldGroups: Set<String> = ["drain", "http2", "memory", "api", "rounds", "chat", "soak", "broadcast"]
     /// The groups with `--field` and no `--only`: what the field's issue reports.
     static let defaultFieldGroups: Set<String> = ["drain", "rounds", "chat"]
 }
@@ -61,6 +61,9 @@ extension Bench {
                     + only.subtracting(BenchPlan.fieldGroups).sorted().joined(separator: ", ")
             )
         }
+        var field = plan.field
+        // The broadcast figure reads each chat notification's arrival: the simulator's process writes them down.
+        field.recordChat = field.simulatorProcess && plan.only?.contains("broadcast") == true
         let bench = try await Bench.prepare(
             server: plan.server,
             certs: plan.certs,
@@ -69,7 +72,7 @@ extension Bench {
             overrides: plan.overrides,
             rtt: .milliseconds(plan.rttMilliseconds),
             migrations: plan.migrations,
-            field: plan.field,
+            field: field,
             logger: logger
         )
         var snapshot: Bench.HeldSnapshot?

@@ -15,6 +15,9 @@ package struct FieldPlan: Sendable {
     package var simulatorProcess = false
     /// The account every process under test runs as (root only); nil: this process's user.
     package var serviceUser: String?
+    /// The simulator's process writes the chat notifications it accepts (tokens `cccc…`) to a file, with their arrival
+    /// times (the broadcast figure's chat latencies).
+    var recordChat = false
 
     package init(simulatorProcess: Bool = false, serviceUser: String? = nil) {
         self.simulatorProcess = simulatorProcess
@@ -32,12 +35,15 @@ final class FieldProcesses: Sendable {
 
     let account: Account?
     let simulatorPorts: APNsSimulator.Ports?
+    /// Where the simulator's process writes the chat notifications it accepts (``FieldPlan/recordChat``).
+    let recordFile: String?
     /// The simulator's process (nil: the simulator runs in the bench's process).
     private let simulator: NIOLockedValueBox<Process?>
     private let simulatorPID: Int32?
 
-    private init(account: Account?, simulator: Process?, ports: APNsSimulator.Ports?) {
+    private init(account: Account?, simulator: Process?, ports: APNsSimulator.Ports?, recordFile: String? = nil) {
         self.account = account
+        self.recordFile = recordFile
         self.simulator = NIOLockedValueBox(simulator)
         self.simulatorPID = simulator?.processIdentifier
         self.simulatorPorts = ports
@@ -74,10 +80,21 @@ final class FieldProcesses: Sendable {
             "--fcm-service-account", fcmAccountFile, "--fcm-port", "\(fcmPort)", "--log-level", "warning",
         ]
         for topic in topics { arguments += ["--topic", topic] }
+        var recordFile: String?
+        if plan.recordChat {
+            // Made here, writable by the service user the simulator runs as.
+            let file = NSTemporaryDirectory() + "pushchat-bench-chat-\(getpid()).jsonl"
+            guard FileManager.default.createFile(atPath: file, contents: nil) else {
+                throw SimulatorError(reason: "cannot create \(file)")
+            }
+            if let account { _ = chown(file, account.uid, account.gid) }
+            arguments += ["--record", file, "--record-tokens", Bench.chatTokenPrefix]
+            recordFile = file
+        }
         (process.executableURL, process.arguments) = field.command(binDir + "/pushchat-apns-sim", arguments)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let started = FieldProcesses(account: account, simulator: process, ports: ports)
+        let started = FieldProcesses(account: account, simulator: process, ports: ports, recordFile: recordFile)
         for _ in 0..<200 {
             if (try? await started.accepted()) != nil { return started }
             guard process.isRunning else {
@@ -100,13 +117,31 @@ final class FieldProcesses: Sendable {
     }
 
     /// What the simulator's process has accepted, from its status page; nil when the simulator runs in the bench.
-    func accepted() async throws -> Int? {
+    func accepted() async throws -> Int? { try await counters()?.accepted }
+
+    /// The simulator's process's counters, from its status page; nil when the simulator runs in the bench.
+    func counters() async throws -> SimulatorState.Counters? {
         guard let port = simulatorPorts?.status else { return nil }
         guard let body = try await LoadGenerator(port: port, connections: 1, duration: .zero).fetch(path: "/status.json") else {
             throw SimulatorError(reason: "the simulator's status page did not answer 200")
         }
         struct Status: Decodable { let counters: SimulatorState.Counters }
-        return try JSONDecoder().decode(Status.self, from: Data(body.utf8)).counters.accepted
+        return try JSONDecoder().decode(Status.self, from: Data(body.utf8)).counters
+    }
+
+    /// The chat notifications the simulator's process recorded: each one's payload and arrival.
+    func recordedChat() throws -> [(payload: String, arrival: Date)] {
+        guard let recordFile else { return [] }
+        struct Line: Decodable {
+            let time: String
+            let payload: String
+        }
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        let decoder = JSONDecoder()
+        return try String(contentsOfFile: recordFile, encoding: .utf8).split(separator: "\n").map { text in
+            let line = try decoder.decode(Line.self, from: Data(text.utf8))
+            return (line.payload, try style.parse(line.time))
+        }
     }
 
     /// The CPU the simulator has used: its process's, or the bench's own (the simulator and the delaying proxies).
@@ -116,6 +151,7 @@ final class FieldProcesses: Sendable {
     }
 
     func stop() {
+        if let recordFile { try? FileManager.default.removeItem(atPath: recordFile) }
         guard let process = simulator.withLockedValue({ $0 }) else { return }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()

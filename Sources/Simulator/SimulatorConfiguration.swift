@@ -41,6 +41,9 @@ package struct SimulatorConfiguration: Sendable {
 
     /// The JSON-lines file every accepted notification is appended to; `nil` for none.
     package var recordFile: String?
+    /// With `recordFile`: only notifications whose device token starts with this are written (and counted as
+    /// `recorded`); the others are counted only.
+    package var recordTokenPrefix: String?
     /// Keep every accepted notification in memory (tests read them back); otherwise only the last ``recentLimit``.
     package var keepAll = false
     package var recentLimit = 1000

@@ -23,6 +23,8 @@ package final class SimulatorState: Sendable {
         package var abruptCloses = 0
         package var feedbackConnections = 0
         package var feedbackTuplesSent = 0
+        /// Notifications written to the record file (with a token prefix: those whose token has it).
+        package var recorded = 0
     }
 
     private struct Storage {
@@ -52,6 +54,7 @@ package final class SimulatorState: Sendable {
     private let keepAll: Bool
     private let recentLimit: Int
     private let recordDescriptor: Int32?
+    private let recordTokenPrefix: String?
 
     package init(configuration: SimulatorConfiguration) throws {
         var storage = Storage(
@@ -66,6 +69,7 @@ package final class SimulatorState: Sendable {
         self.storage = NIOLockedValueBox(storage)
         self.keepAll = configuration.keepAll
         self.recentLimit = configuration.recentLimit
+        self.recordTokenPrefix = configuration.recordTokenPrefix
         if let file = configuration.recordFile {
             let directory = (file as NSString).deletingLastPathComponent
             if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
@@ -114,9 +118,13 @@ package final class SimulatorState: Sendable {
         if let observer = observer.withLockedValue({ $0 }) {
             for notification in batch { observer.call(notification) }
         }
+        var recorded = 0
         if let recordDescriptor, !batch.isEmpty {
             var text = ""
-            for notification in batch { text += notification.json + "\n" }
+            for notification in batch where recordTokenPrefix.map(notification.token.hasPrefix) ?? true {
+                text += notification.json + "\n"
+                recorded += 1
+            }
             text.withUTF8 { buffer in
                 var offset = 0
                 while offset < buffer.count {
@@ -128,6 +136,7 @@ package final class SimulatorState: Sendable {
         }
         storage.withLockedValue { storage in
             storage.counters.accepted += batch.count
+            storage.counters.recorded += recorded
             for notification in batch {
                 storage.counters.acceptedByFormat[notification.format, default: 0] += 1
             }

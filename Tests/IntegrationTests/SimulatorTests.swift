@@ -98,6 +98,29 @@ import Testing
         #expect(first["time"] is String)
     }
 
+    /// `--record-tokens`: only the notifications whose token has the prefix are written down and counted as recorded;
+    /// every one is accepted.
+    @Test func recordsOnlyTheTokensWithThePrefix() async throws {
+        var configuration = Self.configuration()
+        let record = NSTemporaryDirectory() + "pushchat-sim-record-\(UUID().uuidString).jsonl"
+        configuration.recordFile = record
+        let wanted = DeviceToken.hex(Self.token(2))
+        configuration.recordTokenPrefix = String(wanted.prefix(4))
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        try await Self.withSimulator(configuration) { simulator, ports in
+            let state = simulator.state
+            _ = try await TLSTestClient.exchange(port: ports.gateway, tls: try Self.provider, send: Self.frames(1...3)) {
+                state.counters.accepted == 3
+            }
+            #expect(state.counters.recorded == 1)
+        }
+        let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+        let only = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(only["token"] as? String == wanted)
+        #expect(only["id"] as? Int == 2)
+    }
+
     @Test func handshakeFailsWithoutAClientCertificate() async throws {
         try await Self.withSimulator { simulator, ports in
             await #expect(throws: (any Error).self) {
