@@ -27,7 +27,7 @@ package struct HTTP2Request: Sendable {
     }
 
     package var notification: QueuedNotification { storage.notification }
-    /// The whole header block as written: pseudo-headers first (see ``headerBlock(_:authority:bearer:)``).
+    /// The whole header block as written: pseudo-headers first (see ``headerBlock(_:authority:authorization:)``).
     package var headers: HPACKHeaders { storage.headers }
     package var body: ByteBuffer { storage.body }
     /// The provider token's generation (0 with certificate authentication).

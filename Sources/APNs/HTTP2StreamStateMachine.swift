@@ -126,7 +126,7 @@ package struct HTTP2StreamStateMachine {
         return answer
     }
 
-    /// RST_STREAM from the server, or a stream error NIOHTTP2 raised: the request, to send again.
+    /// RST_STREAM from the server (``HTTP2FrameReader`` read it): the request, to send again.
     package mutating func reset(_ streamID: HTTP2StreamID) -> HTTP2Request? {
         streams.removeValue(forKey: streamID)?.request
     }

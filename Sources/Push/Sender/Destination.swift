@@ -1,7 +1,7 @@
 import APNs
 import Foundation
 
-/// A place notifications go — Apple's binary gateway, Apple's HTTP/2 API, and next Firebase Cloud Messaging. A
+/// A place notifications go — Apple's binary gateway, Apple's HTTP/2 API, Firebase Cloud Messaging. A
 /// destination knows its wire and nothing else: how to open a connection with its credentials, how to encode a row,
 /// and what each answer means (a ``Verdict``). ``SenderDriver`` does the rest, the same for every destination:
 /// claiming rows under lease, keeping them ahead of the connection, recording results, sending again what went
