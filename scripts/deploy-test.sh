@@ -216,16 +216,19 @@ reload_nginx() {
 server_path=$scratch/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 ! env PATH="$server_path" sh -c 'command -v swift' >/dev/null || die "swift is on the server's PATH ($server_path)"
 # systemctl, as the programs the guide runs call it (pushchat-release): it asks the test, through a FIFO, to do what
-# systemd would, and waits for the answer.
+# systemd would, and waits for the answer on a FIFO of its own. (One shared answer FIFO raced: a writer that had not
+# yet closed its end let the next call's open succeed at once, and that call read end-of-file instead of its answer.)
 mkdir -p "$scratch/bin"
 systemctl_fifo=$scratch/systemctl.fifo
-mkfifo "$systemctl_fifo" "$systemctl_fifo.ack"
+mkfifo "$systemctl_fifo"
 exec 7<>"$systemctl_fifo"
 cat >"$scratch/bin/systemctl" <<SHIM
 #!/bin/sh
-printf '%s\n' "\$*" >"$systemctl_fifo"
-read -r answer <"$systemctl_fifo.ack"
-[ "\$answer" = ok ] || { echo "systemctl: \$answer" >&2; exit 1; }
+ack=\$(mktemp -u "$scratch/systemctl.ack.XXXXXX") && mkfifo -m 600 "\$ack" || exit 1
+trap 'rm -f "\$ack"' EXIT
+printf '%s %s\n' "\$ack" "\$*" >"$systemctl_fifo"
+read -r answer <"\$ack"
+[ "\$answer" = ok ] || { echo "systemctl: \${answer:-no answer}" >&2; exit 1; }
 SHIM
 chmod 755 "$scratch/bin/systemctl"
 guide_job=""
@@ -240,16 +243,23 @@ run_served() {
         PUSHCHAT_MIGRATE_URL="postgres://postgres@localhost:${pg_port:-5432}/pushchat?host=/run/postgresql" \
         bash -c "$command" <"$input") &
     guide_job=$!
+    # A read that times out mid-line keeps what it read (bash saves partial input): the rest comes with the next.
+    local partial="" status
     while :; do
         if read -r -t 0.2 -u 7 request; then
-            serve_systemctl "$request"
+            request=$partial$request partial=""
+            serve_systemctl "${request#* }" "${request%% *}"
             continue
+        else
+            status=$?
+            [ "$status" -gt 128 ] && partial+=$request
         fi
         kill -0 "$guide_job" 2>/dev/null || break
     done
     wait "$guide_job"
 }
 
+# Does what systemd would for `systemctl $1` and answers "ok" or the reason on the caller's FIFO $2.
 serve_systemctl() {
     local answer=ok name
     case "$1" in
@@ -271,7 +281,8 @@ serve_systemctl() {
         ;;
     *) answer="the deployment test does not do: systemctl $1" ;;
     esac
-    timeout 10 sh -c 'echo "$1" >"$2"' - "$answer" "$systemctl_fifo.ack" || die "systemctl $1 did not take its answer"
+    [ -p "$2" ] || die "systemctl $1: the call's answer FIFO $2 is gone"
+    timeout 10 sh -c 'echo "$1" >"$2"' - "$answer" "$2" || die "systemctl $1 did not take its answer"
 }
 
 # The programs need nothing beyond the C library's own libraries (make dist checks it on the build machine too).
