@@ -18,6 +18,16 @@ extension PushQueue {
         /// Every row the results settle.
         package var ids: [Int64] { sent + failed.map(\.messageID) + released + deferred.map(\.messageID) }
 
+        /// The same results, each kind's rows by message id.
+        var inMessageOrder: Results {
+            var sorted = self
+            sorted.sent.sort()
+            sorted.failed.sort { $0.messageID < $1.messageID }
+            sorted.released.sort()
+            sorted.deferred.sort { $0.messageID < $1.messageID }
+            return sorted
+        }
+
         package mutating func merge(_ other: Results) {
             sent += other.sent
             failed += other.failed
@@ -41,7 +51,10 @@ extension PushQueue {
         }
     }
 
-    private func record(_ results: Results, tokensKeyedByToken: Bool) async throws -> Int {
+    private func record(_ unsorted: Results, tokensKeyedByToken: Bool) async throws -> Int {
+        // Rows in message id order, the order the claims, the lease keeper and the statements that take sets of rows
+        // lock them in (issue 42: answers come in any order, and two orders make deadlocks).
+        let results = unsorted.inMessageOrder
         var statements: [PostgresQuery] = []
         if !results.sent.isEmpty { statements.append(sentStatement(results.sent)) }
         if !results.failed.isEmpty { statements.append(failedStatement(results.failed)) }

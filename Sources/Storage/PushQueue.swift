@@ -533,30 +533,42 @@ package struct PushQueue: Sendable {
         return failed
     }
 
-    /// Extends the lease of rows still in flight.
+    /// Extends the lease of rows still in flight. A row another statement holds is skipped, never waited for: it is
+    /// being recorded (its answer came: it needs no new lease) or an operator's statement has it; waiting would make
+    /// the lease keeper one end of a deadlock with result recording (issue 42).
     package func renew(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         _ = try await run(
             """
-            UPDATE push_queue SET claimed_until = now() + make_interval(secs => \(leaseSeconds))
-            WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL AND time_failed IS NULL
+            WITH free AS (
+                SELECT message_id FROM push_queue
+                WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL AND time_failed IS NULL
+                ORDER BY message_id FOR UPDATE SKIP LOCKED
+            )
+            UPDATE push_queue q SET claimed_until = now() + make_interval(secs => \(leaseSeconds))
+            FROM free WHERE q.message_id = free.message_id
             """
         )
     }
 
     /// Returns rows whose lease ran out (their daemon died or lost the database) to the queue; the count. Rows this
     /// daemon still holds (`held`: written, their answers not yet recorded) stay with it whatever their lease says:
-    /// after an outage longer than the lease they would otherwise be claimed and sent again.
+    /// after an outage longer than the lease they would otherwise be claimed and sent again. A row another statement
+    /// holds is skipped, never waited for (as in ``renew(_:)``): the next round looks again.
     @discardableResult
     package func reclaimExpired(keeping held: [Int64] = []) async throws -> Int {
         // The NOTIFY says where they are: every daemon's cursors may be past them.
         let rows = try await run(
             """
-            WITH r AS (
-                UPDATE push_queue SET claimed_until = NULL
+            WITH expired AS (
+                SELECT message_id FROM push_queue
                 WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until < now()
                   AND NOT (claimed_by = \(instance) AND message_id = ANY(\(held)))
-                RETURNING message_id
+                ORDER BY message_id FOR UPDATE SKIP LOCKED
+            ), r AS (
+                UPDATE push_queue q SET claimed_until = NULL FROM expired
+                WHERE q.message_id = expired.message_id AND q.claimed_until < now()
+                RETURNING q.message_id
             )
             SELECT count(*), pg_notify('push_queue', min(message_id)::text) IS NULL FROM r HAVING count(*) > 0
             """
