@@ -23,8 +23,13 @@ package enum OAuthAssertion {
             #"{"iss":"# + JSONText.quoted(account.clientEmail) + #","scope":"# + JSONText.quoted(scope) + #","aud":"#
             + JSONText.quoted(account.tokenURI.absoluteString) + #","iat":\#(issued),"exp":\#(issued + Int64(lifetime))}"#
         let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
-        let signature = try account.privateKey.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
-        return signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
+        return signingInput + "." + (try sign(signingInput, with: account.privateKey))
+    }
+
+    /// The RS256 signature of a JWS signing input (RSASSA-PKCS1-v1_5 with SHA-256, RFC 7518 §3.3), base64url.
+    package static func sign(_ signingInput: String, with key: _RSA.Signing.PrivateKey) throws -> String {
+        let signature = try key.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
+        return Base64URL.encode(Array(signature.rawRepresentation))
     }
 
     /// The token request's form body.
