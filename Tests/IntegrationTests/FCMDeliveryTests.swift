@@ -292,7 +292,8 @@ import _CryptoExtras
     }
 
     /// kill -9 of the daemon while it drains Android rows loses nothing: rows it held come back when their lease runs
-    /// out and the next daemon sends them (some may arrive twice, as over APNs: at least once, never lost).
+    /// out and the next daemon sends them (some may arrive twice, as over APNs: at least once, never lost); only rows a
+    /// dead daemon held arrive twice.
     @Test func killMinus9DuringAnFCMDrainLosesNothing() async throws {
         var options = SimulatorConfiguration.FCMOptions()
         options.answerDelay = .milliseconds(20)
@@ -305,19 +306,24 @@ import _CryptoExtras
             environment["PUSHCHAT_FCM_CA_FILE"] = configuration.fcm.caFile
             environment["PUSHCHAT_PUSH_REQUEST_TIMEOUT"] = "2"
             let fcm: @Sendable () -> [AcceptedNotification] = { harness.simulator.state.accepted.filter { $0.format == "fcm" } }
+            var held = Set<String>()
             for round in 1...2 {
                 let (process, _) = try PushProcessTests.start(environment)
                 try await harness.waitUntil(timeout: .seconds(20), "round \(round) delivers something") { fcm().count >= round * 200 }
                 kill(process.processIdentifier, SIGKILL)
                 _ = try await PushProcessTests.waitForExit(process, timeout: .seconds(5))
                 #expect(process.terminationReason == .uncaughtSignal)
+                held.formUnion(try await PushProcessTests.heldTokens(by: process, in: harness.url))
             }
+            #expect(!held.isEmpty, "they died holding rows")
             #expect(try await harness.count("time_sent IS NULL") > 0, "the kills came before the drain was done")
             let (process, _) = try PushProcessTests.start(environment)
             try await harness.waitUntilAllSent(2000, timeout: .seconds(60))
             process.terminate()
             #expect(try await PushProcessTests.waitForExit(process, timeout: .seconds(15)))
             #expect(Set(fcm().map(\.token)) == Set((1...2000).map(Self.token)), "every Android row reached FCM")
+            let twice = PushProcessTests.twice(fcm())
+            #expect(twice.isSubset(of: held), "only what the dead daemons held may arrive twice (\(twice.subtracting(held).count) others)")
             #expect(try await harness.count("claimed_until IS NOT NULL AND time_sent IS NULL") == 0, "none stays claimed")
         }
     }

@@ -39,6 +39,27 @@ import Testing
         }
     }
 
+    /// The device tokens of the rows a (dead) daemon process holds (see ``held(by:in:)``).
+    static func heldTokens(by daemon: Process, in url: DatabaseURL) async throws -> Set<String> {
+        try await TestDatabase.withConnection(url) { connection in
+            var held = Set<String>()
+            let rows = try await connection.query(
+                """
+                SELECT device_token FROM push_deliveries
+                WHERE claimed_by LIKE '%:' || \(String(daemon.processIdentifier)) AND time_sent IS NULL AND time_failed IS NULL
+                """,
+                logger: TestDatabase.logger
+            )
+            for try await token in rows.decode(String.self) { held.insert(token) }
+            return held
+        }
+    }
+
+    /// The tokens in `accepted` that reached the gateway more than once.
+    static func twice(_ accepted: [AcceptedNotification]) -> Set<String> {
+        Set(accepted.reduce(into: [String: Int]()) { $0[$1.token, default: 0] += 1 }.filter { $0.value > 1 }.keys)
+    }
+
     static func waitForExit(_ process: Process, timeout: Duration) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
@@ -51,6 +72,7 @@ import Testing
         try await PushHarness.run(simulator: simulator) { harness in
             let ids = try await harness.queue(3000)
             let environment = harness.environment(harness.configuration())
+            var held = Set<UInt32>()
             for round in 1...3 {
                 let (process, _) = try Self.start(environment)
                 try await harness.waitUntil(timeout: .seconds(20), "round \(round) delivers something") {
@@ -59,7 +81,10 @@ import Testing
                 kill(process.processIdentifier, SIGKILL)
                 _ = try await Self.waitForExit(process, timeout: .seconds(5))
                 #expect(process.terminationReason == .uncaughtSignal)
+                // What it held when it died (before the next daemon can take it back): only these may arrive twice.
+                held.formUnion(try await Self.held(by: process, in: harness.url))
             }
+            #expect(!held.isEmpty, "they died holding rows")
             harness.simulator.state.setFaults(.init())
             let (process, _) = try Self.start(environment)
             // Rows the dead daemons held come back when their 2 s lease runs out.
@@ -67,6 +92,8 @@ import Testing
             process.terminate()
             #expect(try await Self.waitForExit(process, timeout: .seconds(15)))
             #expect(Set(harness.acceptedCounts.keys) == Set(ids.map { UInt32($0) }), "every row reached the gateway")
+            let twice = Set(harness.acceptedCounts.filter { $0.value > 1 }.keys)
+            #expect(twice.isSubset(of: held), "only what the dead daemons held may arrive twice (\(twice.subtracting(held).count) others)")
             #expect(try await harness.count("claimed_until IS NOT NULL AND time_sent IS NULL") == 0, "none stays claimed")
         }
     }
@@ -199,6 +226,8 @@ import Testing
             kill(first.processIdentifier, SIGKILL)
             _ = try await Self.waitForExit(first, timeout: .seconds(5))
             #expect(first.terminationReason == .uncaughtSignal)
+            let heldByFirst = try await Self.heldTokens(by: first, in: harness.url)
+            #expect(!heldByFirst.isEmpty, "it died holding rows")
             // SIGTERM in the middle of the drain: answers in flight are recorded, rows claimed ahead go back.
             let (second, output) = try Self.start(environment)
             let before = harness.simulator.state.counters.accepted
@@ -227,6 +256,11 @@ import Testing
             let accepted = harness.simulator.state.accepted
             #expect(accepted.allSatisfy { $0.format == "http2" })
             #expect(Set(accepted.map(\.token)) == Set((1...total).map(PushHarness.token)), "every row reached the gateway")
+            let twice = Self.twice(accepted)
+            #expect(
+                twice.isSubset(of: heldByFirst),
+                "only what the killed daemon held may arrive twice (\(twice.subtracting(heldByFirst).count) others)"
+            )
             #expect(try await harness.count("claimed_until IS NOT NULL AND time_sent IS NULL") == 0, "none stays claimed")
         }
     }
