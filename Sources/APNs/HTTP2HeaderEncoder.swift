@@ -63,15 +63,15 @@ package struct HTTP2HeaderEncoder {
             Self.writeInteger(Self.staticTableCount + entries.count - position, prefix: 7, flags: 0x80, to: &buffer)
             return
         }
-        // Literal with incremental indexing (01).
-        Self.writeLiteral(name, value, prefix: 6, flags: 0x40, to: &buffer)
         let entry = Entry(name: name, value: value)
-        if entry.size > maxSize {
-            // RFC 7541 §4.4: an entry larger than the table empties it and is not added.
-            entries.removeAll(keepingCapacity: true)
-            size = 0
+        guard entry.size <= maxSize else {
+            // Larger than the table (a peer's table of size 0 holds nothing): without indexing (0000), the table as it
+            // is. With indexing it would empty both tables and add nothing (RFC 7541 §4.4).
+            Self.writeLiteral(name, value, prefix: 4, flags: 0x00, to: &buffer)
             return
         }
+        // Literal with incremental indexing (01).
+        Self.writeLiteral(name, value, prefix: 6, flags: 0x40, to: &buffer)
         evict(toFit: entry.size)
         entries.append(entry)
         size += entry.size

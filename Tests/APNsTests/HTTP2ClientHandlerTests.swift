@@ -219,6 +219,18 @@ import Testing
         try pair.pump()
         let paths = pair.received.compactMap { if case .headers(let h) = $0.payload { h.headers.first(name: "apns-topic") } else { nil } }
         #expect(paths == Array(repeating: "com.example.PushChat", count: 3))
+        // The bytes: the first block indexes; the next starts with a size update to 0; none after it indexes anything.
+        let blocks = pair.headerBlocks()
+        let first = try HPACKRepresentations(try #require(blocks[1]))
+        #expect(first.indexing > 0 && first.sizeUpdates.isEmpty)
+        let second = try HPACKRepresentations(try #require(blocks[3]))
+        #expect(second.startsWithSizeUpdate == 0, "the block after the server's SETTINGS begins with the size update")
+        let third = try HPACKRepresentations(try #require(blocks[5]))
+        for later in [second, third] {
+            #expect(later.indexing == 0, "nothing is added to a table of size 0")
+            #expect(later.dynamicReferences == 0, "nothing refers to the dropped table")
+        }
+        #expect(third.sizeUpdates.isEmpty)
     }
 
     /// A server that breaks the protocol (a frame larger than SETTINGS_MAX_FRAME_SIZE) gets GOAWAY, and every request
@@ -246,5 +258,67 @@ import Testing
         try pair.pump()
         try pair.answer([HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: 42), ack: false))])
         #expect(pair.received.contains { if case .ping(let data, ack: true) = $0.payload { data.integer == 42 } else { false } })
+    }
+}
+
+/// An HPACK header block walked representation by representation (RFC 7541 §6; strings without Huffman, as the
+/// client writes them): what the test needs to see on the wire, not a decoder.
+struct HPACKRepresentations {
+    /// Literals with incremental indexing (added to the dynamic table).
+    var indexing = 0
+    /// Indexed fields and literal names that refer to the dynamic table (an index past the static table's 61).
+    var dynamicReferences = 0
+    /// Dynamic table size updates, in order.
+    var sizeUpdates: [Int] = []
+    /// The size the block's first representation sets, if it is a size update.
+    var startsWithSizeUpdate: Int?
+
+    struct Malformed: Error {}
+
+    init(_ bytes: [UInt8]) throws {
+        var index = 0
+        func integer(prefix bits: Int) throws -> Int {
+            guard index < bytes.count else { throw Malformed() }
+            let mask = (1 << bits) - 1
+            var value = Int(bytes[index]) & mask
+            index += 1
+            guard value == mask else { return value }
+            var shift = 0
+            while true {
+                guard index < bytes.count, shift < 28 else { throw Malformed() }
+                let byte = Int(bytes[index])
+                index += 1
+                value += (byte & 0x7f) << shift
+                shift += 7
+                if byte & 0x80 == 0 { return value }
+            }
+        }
+        func string() throws {
+            guard index < bytes.count, bytes[index] & 0x80 == 0 else { throw Malformed() }  // no Huffman here
+            let length = try integer(prefix: 7)
+            guard index + length <= bytes.count else { throw Malformed() }
+            index += length
+        }
+        var first = true
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte & 0x80 != 0 {
+                if try integer(prefix: 7) > 61 { dynamicReferences += 1 }
+            } else if byte & 0x40 != 0 {
+                indexing += 1
+                let name = try integer(prefix: 6)
+                if name == 0 { try string() } else if name > 61 { dynamicReferences += 1 }
+                try string()
+            } else if byte & 0x20 != 0 {
+                let size = try integer(prefix: 5)
+                sizeUpdates.append(size)
+                if first { startsWithSizeUpdate = size }
+            } else {
+                let name = try integer(prefix: 4)
+                if name == 0 { try string() } else if name > 61 { dynamicReferences += 1 }
+                try string()
+            }
+            first = false
+        }
     }
 }

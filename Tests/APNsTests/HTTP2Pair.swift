@@ -23,6 +23,35 @@ final class HTTP2Pair {
 
     var received: [HTTP2Frame] { recorder.frames }
 
+    /// Every byte the client has written, as the server read them.
+    private(set) var clientBytes: [UInt8] = []
+
+    /// The header block (HEADERS and its CONTINUATIONs) of each stream the client opened, as the bytes on the wire:
+    /// the client's own HPACK, before any decoder reads it.
+    func headerBlocks() -> [UInt32: [UInt8]] {
+        var blocks: [UInt32: [UInt8]] = [:]
+        var offset = 24  // the connection preface
+        while offset + 9 <= clientBytes.count {
+            let length = Int(clientBytes[offset]) << 16 | Int(clientBytes[offset + 1]) << 8 | Int(clientBytes[offset + 2])
+            let (type, flags) = (clientBytes[offset + 3], clientBytes[offset + 4])
+            let stream = clientBytes[(offset + 5)..<(offset + 9)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x7fff_ffff
+            var payload = Array(clientBytes[(offset + 9)..<min(offset + 9 + length, clientBytes.count)])
+            if type == 0x1 {  // HEADERS: without the padding and the priority fields, if flagged
+                var start = 0
+                var end = payload.count
+                if flags & 0x8 != 0 {
+                    end -= Int(payload[0])
+                    start += 1
+                }
+                if flags & 0x20 != 0 { start += 5 }
+                payload = Array(payload[start..<end])
+            }
+            if type == 0x1 || type == 0x9 { blocks[stream, default: []] += payload }
+            offset += 9 + length
+        }
+        return blocks
+    }
+
     /// DATA bytes the server has read on `stream`.
     func bodyBytes(on stream: HTTP2StreamID) -> Int {
         received.reduce(0) { total, frame in
@@ -45,6 +74,7 @@ final class HTTP2Pair {
         while moved {
             moved = false
             while let bytes = try client.readOutbound(as: ByteBuffer.self) {
+                clientBytes += bytes.readableBytesView
                 try server.writeInbound(bytes)
                 moved = true
             }

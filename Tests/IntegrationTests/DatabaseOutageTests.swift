@@ -138,6 +138,13 @@ import Testing
                 let pending = try await LockTimeoutTests.whileLocked(url, "LOCK TABLE push_queue IN EXCLUSIVE MODE") {
                     let answer = Task { try await broadcast() }
                     try await Task.sleep(for: .milliseconds(1500))
+                    // Past the old deadline, the request's statement is still there, waiting for the lock.
+                    let waiting = try await TestDatabase.scalar(
+                        url,
+                        "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'push_queue'::regclass",
+                        as: Int64.self
+                    )
+                    #expect(waiting == 1, "the request is blocked on the lock")
                     return answer
                 }
                 let accepted = try await pending.value
