@@ -219,22 +219,34 @@ struct APIController: Sendable {
     }
 
     /// 503 with `Retry-After` when the database is away, did not answer in time or cancelled the statement (nothing was
-    /// written; the outage is logged once by the probe, not per request); 500 when the statement failed otherwise.
-    /// Details only in development mode.
+    /// written; the outage is logged once by the probe, not per request), or took the statement and never answered
+    /// (it may have been carried out: the answer says so); 500 when the statement failed otherwise. Details only in
+    /// development mode.
     func databaseFailure(_ error: any Error, doing what: String) -> Response {
         let detail = DatabaseError.describe(error)
         guard DatabaseError.isUnavailable(error) else {
             logger.error("\(what) failed: \(detail)", metadata: ["api.command": "\(what)"])
             return Self.error(.internalServerError, mode == .development ? "Database error: \(detail)" : "Database error")
         }
-        logger.debug("\(what) refused: \(detail)", metadata: ["api.command": "\(what)"])
-        var response = Self.error(
-            .serviceUnavailable,
-            mode == .development ? "Database unavailable: \(detail)" : "Database unavailable, try again later"
-        )
+        var response: Response
+        if DatabaseError.outcomeIsUnknown(error) {
+            // The one 503 after which something may have happened: said, in every mode, and logged.
+            logger.warning("\(what): \(detail)", metadata: ["api.command": "\(what)"])
+            let reason = Self.outcomeUnknown
+            response = Self.error(.serviceUnavailable, mode == .development ? "\(reason) (\(detail))" : reason)
+        } else {
+            logger.debug("\(what) refused: \(detail)", metadata: ["api.command": "\(what)"])
+            response = Self.error(
+                .serviceUnavailable,
+                mode == .development ? "Database unavailable: \(detail)" : "Database unavailable, try again later"
+            )
+        }
         response.headers[.retryAfter] = "2"
         return response
     }
+
+    /// The reason of a 503 whose statement the database took and never answered (`outcomeUnknown`).
+    static let outcomeUnknown = "Database did not answer in time: the request may have been carried out"
 
     /// 429 with `Retry-After` (whole seconds, at least 1).
     static func tooManyRequests(_ wait: Duration) -> Response {

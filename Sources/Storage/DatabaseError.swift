@@ -75,6 +75,12 @@ package struct DatabaseError: PushChatError {
         return true
     }
 
+    /// Whether `error` says the server took the statement and never answered: it may have been carried out (see
+    /// ``wroteNothing(_:)``), and the caller is told so rather than that nothing happened.
+    package static func outcomeIsUnknown(_ error: any Error) -> Bool {
+        (error as? DatabaseError)?.code == .outcomeUnknown
+    }
+
     /// Whether the database was not there to ask (answered 503 with `Retry-After`), as opposed to a refusal or an
     /// error of the statement itself.
     package static func isUnavailable(_ error: any Error) -> Bool {

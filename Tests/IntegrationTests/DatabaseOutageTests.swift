@@ -66,10 +66,12 @@ import Testing
     }
 
     /// A server that takes the statement and never answers (frozen): the request stops waiting after statement_timeout
-    /// + 5 s with a 503 that says the outcome is unknown, and does not hang; later requests are refused at once.
+    /// + 5 s with a 503 that says the request may have been carried out (in production mode too: the one 503 after which
+    /// something may have happened), and does not hang; later requests are refused at once. Thawed, the server carries
+    /// out what it took: the join is there, once.
     @Test func aDatabaseThatNeverAnswersEndsTheRequestAfterItsLimit() async throws {
         try await ScratchCluster.with { cluster in
-            var configuration = APIHarness.configuration(url: try cluster.url(database: "pushchat"), mode: .development)
+            var configuration = APIHarness.configuration(url: try cluster.url(database: "pushchat"), mode: .production)
             configuration.databaseURL.statementTimeout = .seconds(1)
             try await APIHarness.run(configuration: configuration) { api in
                 #expect(try await Self.join(api, 1).status == .ok)
@@ -79,7 +81,8 @@ import Testing
                 let response = try await api.post(["cmd": "join", "udid": Device.udid(2), "token": "0", "name": "B", "code": "room"])
                 let elapsed = start.duration(to: .now)
                 #expect(response.status == .serviceUnavailable)
-                #expect(response.errorDescription?.contains("may or may not have been carried out") == true, "\(response.text)")
+                #expect(response.errorDescription == APIController.outcomeUnknown, "\(response.text)")
+                #expect(response.headers[.retryAfter] == "2")
                 #expect(elapsed >= .seconds(5) && elapsed < .seconds(10), "statement_timeout + 5 s, took \(elapsed)")
                 let next = try await Self.join(api, 3)
                 #expect(next.status == .serviceUnavailable)
@@ -92,6 +95,67 @@ import Testing
                     if status != .ok { try await Task.sleep(for: .milliseconds(200)) }
                 }
                 #expect(status == .ok, "served again after the server thawed")
+                let joined = try await TestDatabase.scalar(
+                    try cluster.url(database: "pushchat"),
+                    "SELECT count(*) FROM active_users WHERE udid = \(Device.udid(2))",
+                    as: Int64.self
+                )
+                #expect(joined == 1, "the join the 503 said may have been carried out: it was, once the server thawed")
+            }
+        }
+    }
+
+    /// What a 503 whose outcome is unknown leaves behind once the database returns, for a chat message and for a
+    /// provider notification: all of the request or none of it, never a part; the provider's answer says it may have
+    /// been carried out, and the same request sent again with its Idempotency-Key ends with one notification either way
+    /// (queued then and answered with, or queued now).
+    @Test func whatA503WithAnUnknownOutcomeLeftIsFoundOnce() async throws {
+        try await ScratchCluster.with { cluster in
+            let url = try cluster.url(database: "pushchat")
+            var configuration = APIHarness.configuration(url: url, mode: .production)
+            configuration.databaseURL.statementTimeout = .seconds(1)
+            let key = try await ProviderAPITests.createKey(url)
+            try await APIHarness.run(configuration: configuration) { api in
+                @Sendable func untilServed() async throws {
+                    let back = ContinuousClock.now
+                    while try await Self.join(api, 9).status != .ok {
+                        #expect(back.duration(to: .now) < .seconds(20), "served again within 20 s of the thaw")
+                        guard back.duration(to: .now) < .seconds(20) else { return }
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                }
+                #expect(try await Self.join(api, 1).status == .ok)
+                #expect(try await Self.join(api, 2).status == .ok)
+                try cluster.freeze()
+                defer { try? cluster.resume() }
+                let message = try await api.post(["cmd": "message", "udid": Device.udid(1), "text": "are you there?"])
+                #expect(message.status == .serviceUnavailable)
+                #expect(message.errorDescription == APIController.outcomeUnknown, "\(message.text)")
+                try cluster.resume()
+                try await untilServed()
+                // Carried out or not (a statement prepared on that connection reaches the frozen server whole; one
+                // not yet prepared waits for its Parse to be answered and never runs): all of it or nothing.
+                let (stored, queued) = (try await api.count("messages"), try await api.count("push_queue"))
+                #expect(stored <= 1 && queued == stored, "the message and its row for the room's other member, or neither")
+
+                let body = #"{"to": {"tokens": ["\#(ProviderAPITests.token(7))"]}, "aps": {"alert": "once"}}"#
+                let headers: HTTPFields = [HTTPField.Name("Idempotency-Key")!: "order-7"]
+                try cluster.freeze()
+                let unknown = try await ProviderAPITests.call(api, .post, "/v1/notifications", key: key, body, headers: headers)
+                #expect(unknown.status == 503)
+                #expect((unknown.json["reason"] as? String)?.contains("may have been carried out") == true, "\(unknown.json)")
+                #expect(unknown.headers[.retryAfter] == "2")
+                try cluster.resume()
+                try await untilServed()
+                let again = try await ProviderAPITests.call(api, .post, "/v1/notifications", key: key, body, headers: headers)
+                #expect(again.status == 202, "queued now, or answered with the notification queued then")
+                #expect(try await api.count("notifications") == 1, "once, whichever it was")
+                let rows = try await TestDatabase.scalar(
+                    url,
+                    "SELECT count(*) FROM push_queue WHERE device_token = \(ProviderAPITests.token(7))",
+                    as: Int64.self
+                )
+                #expect(rows == 1, "one row for the device")
             }
         }
     }

@@ -394,12 +394,23 @@ struct ProviderController: Sendable {
     // MARK: answers
 
     /// 503 (JSON, `Retry-After`) when the database is away, did not answer in time or cancelled the statement (nothing
-    /// was written; the outage is logged once by the probe, not per request), 500 when the statement failed otherwise.
+    /// was written; the outage is logged once by the probe, not per request), `outcome_unknown` when it took the
+    /// statement and never answered (it may have been carried out), 500 when the statement failed otherwise.
     func databaseFailure(_ error: any Error, doing what: String) -> ProviderError {
         let detail = DatabaseError.describe(error)
         guard DatabaseError.isUnavailable(error) else {
             logger.error("\(what) failed: \(detail)", metadata: ["api.command": "\(what)"])
             return ProviderError(.init("database"), .internalServerError, "database error")
+        }
+        if DatabaseError.outcomeIsUnknown(error) {
+            logger.warning("\(what): \(detail)", metadata: ["api.command": "\(what)"])
+            return ProviderError(
+                .outcomeUnknown,
+                .serviceUnavailable,
+                "the database did not answer in time: the request may have been carried out; "
+                    + "send it again with the same Idempotency-Key to learn which",
+                retryAfter: 2
+            )
         }
         logger.debug("\(what) refused: \(detail)", metadata: ["api.command": "\(what)"])
         return ProviderError(.init("database"), .serviceUnavailable, "the database is unavailable; try again later", retryAfter: 2)

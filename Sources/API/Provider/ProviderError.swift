@@ -66,4 +66,6 @@ extension ErrorCode where Domain == ProviderError {
     package static let rateLimited = Self("rate_limited")
     package static let conflict = Self("conflict")
     package static let unsupportedMediaType = Self("unsupported_media_type")
+    /// 503: the database took the statement and never answered; it may have been carried out.
+    package static let outcomeUnknown = Self("outcome_unknown")
 }
