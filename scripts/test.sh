@@ -128,6 +128,12 @@ if has_stage swift; then
     # accepted; parallel suites (HTTP/2 load beside binary drops) starve it on 2 cores.
     mkdir -p "$(dirname "$swift_log")"
     swift test --skip-build --no-parallel "$@" 2>&1 | tee "$swift_log"
+    # Here every test has its PostgreSQL: a test skipped for want of one (`swift test` alone skips them) is a failure.
+    if grep -aq "was cancelled after" "$swift_log"; then
+        echo "test.sh: tests were skipped:" >&2
+        grep -a "was cancelled after" "$swift_log" | head -n 5 >&2
+        exit 1
+    fi
     finish "swift test"
 fi
 
