@@ -192,7 +192,7 @@ import Testing
         _ = await events.next()
         #expect(handler.send([try Self.request(1), try Self.request(2)]))
         try pair.pump()
-        #expect(pair.bodyBytes(on: 1) == 8 && pair.bodyBytes(on: 3) == 0, "8 bytes of the first; the second waits its turn")
+        #expect(pair.bodyBytes(on: 1) == 8 && pair.bodyBytes(on: 3) == 8, "8 bytes of each: a stream's window holds only its own")
         try pair.answer([HTTP2Frame(streamID: 1, payload: .windowUpdate(windowSizeIncrement: 100))])
         #expect(pair.bodyBytes(on: 1) == 22 && pair.bodyBytes(on: 3) == 8)
         try pair.answer([HTTP2Frame(streamID: 3, payload: .windowUpdate(windowSizeIncrement: 14))])

@@ -55,10 +55,45 @@ import Testing
         try window.settings([(0x4, 0)], to: &out)
         window.send(1, ByteBuffer(repeating: 1, count: 30), to: &out)
         window.send(3, ByteBuffer(), to: &out)
-        #expect(Self.frames(out).isEmpty, "the empty body waits behind the first")
+        #expect(
+            Self.frames(out).map(\.0) == [3] && Self.frames(out).map(\.1) == [0] && Self.frames(out).map(\.2) == [true],
+            "the empty body needs no window: it ends its stream at once, past the first"
+        )
+        out.clear()
         window.drop(1)
-        try window.windowUpdate(.rootStream, increment: 1, to: &out)
-        #expect(Self.frames(out).map(\.0) == [3] && Self.frames(out).map(\.1) == [0] && Self.frames(out).map(\.2) == [true])
+        #expect(window.waitingCount == 0)
+        try window.windowUpdate(1, increment: 100, to: &out)
+        #expect(Self.frames(out).isEmpty, "nothing more of a dropped stream")
+    }
+
+    /// A stream the server keeps at 0 holds nobody back: the bodies after it go as their own windows and the
+    /// connection's allow, and it goes when its window opens. What waits for the connection's window waits in line.
+    @Test func aBodyHeldByItsStreamsWindowDoesNotHoldBackTheNext() throws {
+        var window = HTTP2SendWindow()
+        var out = ByteBuffer()
+        try window.settings([(0x4, 0)], to: &out)
+        window.send(1, ByteBuffer(repeating: 1, count: 30), to: &out)
+        window.send(3, ByteBuffer(repeating: 3, count: 20), to: &out)
+        try window.windowUpdate(3, increment: 20, to: &out)
+        #expect(Self.frames(out).map(\.0) == [3] && Self.frames(out).map(\.1) == [20], "stream 3's window opened: it went")
+        #expect(window.waitingCount == 1)
+        out.clear()
+        try window.windowUpdate(1, increment: 30, to: &out)
+        #expect(Self.frames(out).map(\.0) == [1] && Self.frames(out).map(\.2) == [true])
+        #expect(window.waitingCount == 0)
+
+        // The connection's window spent (65,535 - 50 left): a body larger waits in line, and the next behind it, even
+        // with a window of its own, in the order they came.
+        var line = HTTP2SendWindow()
+        out.clear()
+        line.send(1, ByteBuffer(repeating: 1, count: 65_535), to: &out)
+        line.send(3, ByteBuffer(repeating: 3, count: 10), to: &out)
+        line.send(5, ByteBuffer(repeating: 5, count: 10), to: &out)
+        #expect(Self.frames(out).map(\.0) == [1, 1, 1, 1], "65,535 bytes of stream 1 in four frames")
+        #expect(line.waitingCount == 2)
+        out.clear()
+        try line.windowUpdate(.rootStream, increment: 15, to: &out)
+        #expect(Self.frames(out).map(\.0) == [3, 5] && Self.frames(out).map(\.1) == [10, 5], "in order, as far as the window goes")
     }
 
     @Test func windowsPastTheLimitOrBadFrameSizesEndTheConnection() {
