@@ -46,6 +46,8 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
     /// A header block being encoded, kept to reuse its storage.
     private var block = ByteBuffer()
     private var prefaceSent = false
+    /// How the connection is ending, once something says so (the first word wins); dropped if nothing did.
+    private var ending: HTTP2Ending?
     private var context: ChannelHandlerContext?
     private var timer: RepeatedTask?
     private var answers: [HTTP2Answer] = []
@@ -86,6 +88,7 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
             if negotiated == "h2" {
                 sendPreface(context)
             } else {
+                ending = ending ?? .refused
                 fail("the server did not choose HTTP/2 over ALPN (it chose \(negotiated ?? "nothing")): nothing was sent")
             }
         }
@@ -109,6 +112,7 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
     /// will open (RFC 9113 §6.8), then the connection closes.
     package func close() {
         guard let context else { return }
+        ending = ending ?? .orderly
         if prefaceSent && context.channel.isActive {
             var buffer = context.channel.allocator.buffer(capacity: 17)
             HTTP2FrameWriter.goAway(lastStreamID: .rootStream, .noError, to: &buffer)
@@ -222,6 +226,7 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
         case .goAway(let lastStreamID, let code, let debug):
             let said = debug.isEmpty ? "GOAWAY (\(code))" : "GOAWAY (\(code), \(debug))"
             let requests = state.goAway(lastStreamID: lastStreamID)
+            ending = ending ?? .orderly
             if !requests.isEmpty { report(.unanswered(requests, "\(said) before these streams were processed")) }
             report(.goingAway(said))
         case .settings(let settings):
@@ -269,7 +274,9 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail(GatewayError.describe(error))
+        let reason = GatewayError.describe(error)
+        ending = ending ?? (error is NIOSSLError || reason.hasPrefix("the gateway refused") ? .refused : .dropped)
+        fail(reason)
     }
 
     /// Ends the connection: every request still waiting comes back unanswered.
@@ -310,6 +317,7 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
             report(.timedOut(action.expired.map(\.1), .nanoseconds(state.requestTimeout.nanoseconds)))
         }
         if let reason = action.close {
+            ending = ending ?? .stalled
             fail(reason)
             return
         }
@@ -321,7 +329,7 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
         guard let requests = state.finish() else { return }
         timer?.cancel()
         if !requests.isEmpty { report(.unanswered(requests, reason)) }
-        report(.closed(reason))
+        report(.closed(reason, ending ?? .dropped))
         events.finish()
     }
 }

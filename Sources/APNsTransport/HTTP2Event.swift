@@ -21,5 +21,18 @@ package enum HTTP2Event: Sendable {
     case maxStreams(Int)
     /// GOAWAY (its code and debug data), or the stream ids are used up: no new streams on this connection.
     case goingAway(String)
-    case closed(String)
+    /// The connection ended (always the last event), and how.
+    case closed(String, HTTP2Ending)
+}
+
+/// How an HTTP/2 connection ended, for what the next one does and how loud the log is.
+package enum HTTP2Ending: Sendable, Equatable {
+    /// This client closed it (GOAWAY NO_ERROR), or the server ended it after its own GOAWAY.
+    case orderly
+    /// It dropped without a word (reset, end of stream, or a server that broke the protocol).
+    case dropped
+    /// TLS refused: the server turned down our client certificate (an alert), or the handshake failed.
+    case refused
+    /// The server stopped answering: a PING went unanswered and the connection was closed as dead.
+    case stalled
 }

@@ -177,7 +177,8 @@ import Testing
         pair.client.pipeline.fireChannelInactive()
         guard case .unanswered(let lost, _) = await events.next() else { throw CancellationError() }
         #expect(lost.map(\.notification.messageID) == [1])
-        guard case .closed = await events.next() else { throw CancellationError() }
+        guard case .closed(_, let ending) = await events.next() else { throw CancellationError() }
+        #expect(ending == .orderly, "after the server's GOAWAY: in order")
         #expect(await events.next() == nil)
         #expect(!handler.send([try Self.request(4)]), "a finished connection takes nothing")
     }
@@ -247,9 +248,37 @@ import Testing
         guard case .unanswered(let lost, let reason) = await events.next() else { throw CancellationError() }
         #expect(lost.map(\.notification.messageID) == [1])
         #expect(reason.contains("a frame of 65536 bytes"), "\(reason)")
-        guard case .closed = await events.next() else { throw CancellationError() }
+        guard case .closed(_, let ending) = await events.next() else { throw CancellationError() }
+        #expect(ending == .dropped, "a server that broke the protocol: dropped, not orderly")
         try pair.pump()
         #expect(pair.received.contains { if case .goAway(_, .frameSizeError, _) = $0.payload { true } else { false } })
+    }
+
+    /// How a connection ends is reported as such (the driver logs and reconnects by it): closed by this client,
+    /// orderly; a PING unanswered past the request timeout, stalled.
+    @Test func anOrderlyCloseAndADeadPingAreToldApart() async throws {
+        var (pair, handler, events) = try Self.connection()
+        try pair.pump()
+        _ = await events.next()
+        handler.close()
+        pair.client.pipeline.fireChannelInactive()
+        guard case .closed(_, let closed) = await events.next() else { throw CancellationError() }
+        #expect(closed == .orderly)
+
+        let (stream, continuation) = AsyncStream.makeStream(of: HTTP2Event.self)
+        var silent = stream.makeAsyncIterator()
+        let quiet = HTTP2ClientHandler(events: continuation, requestTimeout: .milliseconds(20), pingInterval: .milliseconds(10))
+        let server = try HTTP2Pair(client: quiet, serverSettings: [HTTP2Setting(parameter: .maxConcurrentStreams, value: 10)])
+        try server.pump()
+        _ = await silent.next()
+        // Idle past the PING interval: a PING, which the server never gets (nothing is carried to it any more).
+        try await Task.sleep(for: .milliseconds(30))
+        (server.client.eventLoop as! EmbeddedEventLoop).advanceTime(by: .milliseconds(250))
+        #expect(try server.client.readOutbound(as: ByteBuffer.self) != nil, "the PING")
+        try await Task.sleep(for: .milliseconds(30))
+        (server.client.eventLoop as! EmbeddedEventLoop).advanceTime(by: .milliseconds(250))
+        guard case .closed(let reason, let ending) = await silent.next() else { throw CancellationError() }
+        #expect(ending == .stalled && reason.contains("PING"), "\(reason)")
     }
 
     /// A PING from the server is answered with its data.

@@ -123,8 +123,9 @@ import Testing
         let seen = await Self.eventsUntilClosed(&events)
         #expect(try pair.client.readOutbound(as: ByteBuffer.self) == nil, "no preface, no request")
         #expect(Self.unanswered(seen) == [1])
-        guard case .closed(let reason) = seen.last else { throw CancellationError() }
+        guard case .closed(let reason, let ending) = seen.last else { throw CancellationError() }
         #expect(reason.contains("ALPN"))
+        #expect(ending == .refused, "nothing was accepted: refused, not dropped")
     }
 
     @Test func withALPNh2TheRequestsHeldDuringTheHandshakeFollowThePreface() async throws {

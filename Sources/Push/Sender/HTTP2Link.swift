@@ -43,9 +43,9 @@ struct HTTP2Link: DestinationLink {
                 report(.window(value))
             case .goingAway(let reason):
                 report(.goingAway(reason))
-            case .closed(let reason):
+            case .closed(let reason, let ending):
                 closed = true
-                report(.closed(reason, .dropped))
+                report(.closed(reason, LinkEnding(ending)))
             }
         }
         if !closed { report(.closed("the connection ended", .dropped)) }
@@ -61,5 +61,16 @@ struct HTTP2Link: DestinationLink {
         let handler = self.handler
         try? await handler.eventLoop.submit { handler.value.close() }.get()
         try? await channel.closeFuture.get()
+    }
+}
+
+extension LinkEnding {
+    init(_ ending: HTTP2Ending) {
+        switch ending {
+        case .orderly: self = .orderly
+        case .dropped: self = .dropped
+        case .refused: self = .refused
+        case .stalled: self = .stalled
+        }
     }
 }
