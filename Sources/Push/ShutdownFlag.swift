@@ -4,6 +4,9 @@ import NIOConcurrencyHelpers
 package final class ShutdownFlag: Sendable {
     private let requested = NIOLockedValueBox(false)
     private let signal: QueueSignal
+    /// Signalled at shutdown only, for a loop that waits for something else than rows (the queue's signal wakes on
+    /// every NOTIFY).
+    package let requestedSignal = QueueSignal()
 
     package init(signal: QueueSignal) { self.signal = signal }
 
@@ -12,5 +15,6 @@ package final class ShutdownFlag: Sendable {
     package func request() {
         requested.withLockedValue { $0 = true }
         signal.signal()
+        requestedSignal.signal()
     }
 }

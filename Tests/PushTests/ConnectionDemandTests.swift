@@ -26,6 +26,32 @@ import Testing
         #expect(!state.wants(1, now: start + .seconds(3), after: after), "connection 1 is never on demand")
     }
 
+    /// A dormant connection waits for an event, not a poll: the state says when it opens if nothing changes, and
+    /// which reports change anything (a saturated connection reported saturated again changes nothing).
+    @Test func whenTheNextConnectionOpensAndWhichReportsChangeThat() {
+        var state = ConnectionDemand.State()
+        let start = ContinuousClock.now
+        let after = Duration.milliseconds(200)
+        state.opened(1)
+        state.opened(2)
+        #expect(state.opensAt(3, after: after) == nil, "nothing saturated")
+        var changed = state.report(1, saturated: true, now: start)
+        #expect(changed)
+        changed = state.report(1, saturated: true, now: start + .milliseconds(50))
+        #expect(!changed, "still saturated: no change")
+        #expect(state.opensAt(3, after: after) == nil, "2 is not saturated")
+        changed = state.report(2, saturated: true, now: start + .milliseconds(100))
+        #expect(changed)
+        #expect(state.opensAt(3, after: after) == start + .milliseconds(300), "the later of the two, plus 200 ms")
+        changed = state.report(1, saturated: false, now: start + .milliseconds(150))
+        #expect(changed)
+        #expect(state.opensAt(3, after: after) == nil)
+        changed = state.report(1, saturated: false, now: start + .milliseconds(160))
+        #expect(!changed)
+        changed = state.report(4, saturated: true, now: start)
+        #expect(!changed, "a connection that is not open reports nothing")
+    }
+
     @Test func aSessionIsSaturatedWhenItsStreamsAreBusyAndRowsWait() {
         let row = QueuedNotification(messageID: 1, deviceToken: String(repeating: "ab", count: 32), payload: "{}")
         var state = LinkSession.State()

@@ -16,6 +16,8 @@ final class AccessTokens: Sendable {
     let logger: Logger
     private let state = Mutex<(cache: AccessTokenCache, generation: Int)>((AccessTokenCache(), 0))
     private let fetches = Atomic<Int>(0)
+    /// Signalled when a fetch ends, for the callers of ``ready()`` waiting for it.
+    private let settled = QueueSignal()
 
     /// Told of every fetch that fails (the token URI refused, or did not answer with a token).
     let onFailure: @Sendable () -> Void
@@ -34,9 +36,13 @@ final class AccessTokens: Sendable {
     /// one.
     func ready() async throws {
         while true {
+            let generation = settled.generation
             switch state.withLock({ $0.cache.token(now: Date()) }) {
             case .use: return
-            case .wait: try await Task.sleep(for: .milliseconds(20))
+            case .wait:
+                // Another caller's fetch: its end (a token, or the refresh given up) wakes this one.
+                await settled.wait(after: generation, timeout: .seconds(15))
+                try Task.checkCancellation()
             case .refresh: try await refresh()
             }
         }
@@ -70,6 +76,7 @@ final class AccessTokens: Sendable {
 
     /// Fetches a token (the caller got `.refresh` from the cache) and stores it, or gives the refresh up on failure.
     private func refresh() async throws {
+        defer { settled.signal() }
         do {
             let token = try await fetch()
             fetches.add(1, ordering: .relaxed)

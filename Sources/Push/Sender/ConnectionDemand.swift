@@ -14,23 +14,35 @@ final class ConnectionDemand: Sendable {
         mutating func opened(_ index: Int) { saturatedSince[index] = .some(nil) }
         mutating func closed(_ index: Int) { saturatedSince[index] = nil }
 
-        mutating func report(_ index: Int, saturated: Bool, now: ContinuousClock.Instant) {
-            guard let since = saturatedSince[index] else { return }
-            if !saturated {
+        /// Whether the connection became saturated or stopped being so (what a dormant connection waits for).
+        @discardableResult
+        mutating func report(_ index: Int, saturated: Bool, now: ContinuousClock.Instant) -> Bool {
+            guard let since = saturatedSince[index] else { return false }
+            if !saturated, since != nil {
                 saturatedSince[index] = .some(nil)
-            } else if since == nil {
+                return true
+            } else if saturated, since == nil {
                 saturatedSince[index] = .some(now)
+                return true
             }
+            return false
         }
 
-        /// Whether connection `index` (2…) should open now: it is the next one (every connection below it is open)
-        /// and all of those have been saturated for at least `after`.
-        func wants(_ index: Int, now: ContinuousClock.Instant, after: Duration) -> Bool {
-            guard index > 1, saturatedSince[index] == nil else { return false }
+        /// When connection `index` (2…) should open if nothing changes: it is the next one (every connection below it
+        /// is open) and all of those have been saturated for `after`. Nil while one of them is not saturated.
+        func opensAt(_ index: Int, after: Duration) -> ContinuousClock.Instant? {
+            guard index > 1, saturatedSince[index] == nil else { return nil }
+            var latest: ContinuousClock.Instant?
             for lower in 1..<index {
-                guard let entry = saturatedSince[lower], let since = entry, since.duration(to: now) >= after else { return false }
+                guard let entry = saturatedSince[lower], let since = entry else { return nil }
+                latest = max(latest ?? since, since)
             }
-            return true
+            return latest.map { $0 + after }
+        }
+
+        /// Whether connection `index` should open now (``opensAt(_:after:)`` has come).
+        func wants(_ index: Int, now: ContinuousClock.Instant, after: Duration) -> Bool {
+            opensAt(index, after: after).map { $0 <= now } ?? false
         }
 
         var openCount: Int { saturatedSince.count }
@@ -39,20 +51,35 @@ final class ConnectionDemand: Sendable {
     private let state = NIOLockedValueBox(State())
     /// How long the open connections must stay saturated before another opens.
     let after: Duration
+    /// Signalled when a connection opens, closes, becomes saturated or stops being so: a dormant connection waits
+    /// for it (and for the time ``opensAt(_:)`` names), never polls.
+    let changed = QueueSignal()
 
     init(after: Duration = .milliseconds(200)) { self.after = after }
 
-    func opened(_ index: Int) { state.withLockedValue { $0.opened(index) } }
-    func closed(_ index: Int) { state.withLockedValue { $0.closed(index) } }
+    func opened(_ index: Int) {
+        state.withLockedValue { $0.opened(index) }
+        changed.signal()
+    }
+
+    func closed(_ index: Int) {
+        state.withLockedValue { $0.closed(index) }
+        changed.signal()
+    }
 
     func report(_ index: Int, saturated: Bool) {
         let now = ContinuousClock.now
-        state.withLockedValue { $0.report(index, saturated: saturated, now: now) }
+        if state.withLockedValue({ $0.report(index, saturated: saturated, now: now) }) { changed.signal() }
     }
 
     func wants(_ index: Int) -> Bool {
         let now = ContinuousClock.now
         return state.withLockedValue { $0.wants(index, now: now, after: after) }
+    }
+
+    /// When connection `index` should open if nothing changes (nil: not while things stay as they are).
+    func opensAt(_ index: Int) -> ContinuousClock.Instant? {
+        state.withLockedValue { $0.opensAt(index, after: after) }
     }
 
     var openCount: Int { state.withLockedValue { $0.openCount } }

@@ -113,11 +113,18 @@ struct SenderDriver<D: Destination>: Sendable {
         return false
     }
 
-    /// Waits until `demand` wants this connection open (true) or shutdown (false).
+    /// Waits until `demand` wants this connection open (true) or shutdown (false): for a change of the connections
+    /// below, or for the moment their saturation has lasted long enough.
     private func waitForDemand(_ demand: ConnectionDemand) async -> Bool {
         while !shutdown.isRequested {
-            if demand.wants(index) { return true }
-            try? await Task.sleep(for: .milliseconds(50))
+            let (changes, stopping) = (demand.changed.generation, shutdown.requestedSignal.generation)
+            let now = ContinuousClock.now
+            let opensAt = demand.opensAt(index)
+            if let opensAt, opensAt <= now { return true }
+            await QueueSignal.wait(
+                for: [(demand.changed, changes), (shutdown.requestedSignal, stopping)],
+                timeout: opensAt.map { now.duration(to: $0) } ?? .seconds(60)
+            )
         }
         return false
     }
