@@ -45,16 +45,35 @@ package struct HTTP2Request: Sendable {
     /// The header block of `notification`'s request: `:method`, `:scheme`, `:path`, `:authority`, the apns headers,
     /// and `authorization` (its value, `bearer <token>`) when a provider token is given.
     package static func headerBlock(_ notification: HTTP2Notification, authority: String, authorization: String?) -> HPACKHeaders {
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(notification.headers.count + 5)
-        headers.add(name: ":method", value: "POST")
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: notification.path, indexing: .nonIndexable)
-        headers.add(name: ":authority", value: authority)
-        for (name, value) in notification.headers {
-            headers.add(name: name, value: value, indexing: isUnique(name) ? .nonIndexable : .indexable)
+        headerBlock(
+            path: notification.path,
+            pathIsUnique: true,
+            authority: authority,
+            headers: notification.headers,
+            authorization: authorization
+        )
+    }
+
+    /// The header block of a POST to `path`: the pseudo-headers, `headers` in order (those ``isUnique(_:)`` names kept
+    /// out of HPACK's table), then `authorization` when given. `pathIsUnique`: the path differs on every request (APNs
+    /// puts the device token in it) and is kept out of the table too; FCM's is the same on every request.
+    package static func headerBlock(
+        path: String,
+        pathIsUnique: Bool = false,
+        authority: String,
+        headers: [(String, String)],
+        authorization: String?
+    ) -> HPACKHeaders {
+        var block = HPACKHeaders()
+        block.reserveCapacity(headers.count + 5)
+        block.add(name: ":method", value: "POST")
+        block.add(name: ":scheme", value: "https")
+        block.add(name: ":path", value: path, indexing: pathIsUnique ? .nonIndexable : .indexable)
+        block.add(name: ":authority", value: authority)
+        for (name, value) in headers {
+            block.add(name: name, value: value, indexing: isUnique(name) ? .nonIndexable : .indexable)
         }
-        if let authorization { headers.add(name: "authorization", value: authorization) }
-        return headers
+        if let authorization { block.add(name: "authorization", value: authorization) }
+        return block
     }
 }

@@ -13,6 +13,9 @@ package struct HTTP2Result: Sendable, Equatable {
         self.timestamp = timestamp
     }
 
+    /// What APNs meant by `answer`.
+    package init(_ answer: HTTP2Answer) { self.init(status: answer.status, body: answer.body) }
+
     /// Parses the JSON body `{"reason":"…","timestamp":1700000000000}` (empty on 200).
     package init(status: Int, body: [UInt8]) {
         var reason: String?

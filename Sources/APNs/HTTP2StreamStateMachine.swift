@@ -120,10 +120,7 @@ package struct HTTP2StreamStateMachine {
 
     private mutating func complete(_ streamID: HTTP2StreamID) -> HTTP2Answer? {
         guard let stream = streams.removeValue(forKey: streamID) else { return nil }
-        var answer = HTTP2Answer(request: stream.request, result: HTTP2Result(status: stream.status, body: stream.body))
-        answer.body = stream.body
-        answer.retryAfter = stream.retryAfter
-        return answer
+        return HTTP2Answer(request: stream.request, status: stream.status, body: stream.body, retryAfter: stream.retryAfter)
     }
 
     /// RST_STREAM from the server (``HTTP2FrameReader`` read it): the request, to send again.

@@ -110,8 +110,8 @@ import Testing
         ])
         guard case .answered(let answers) = await events.next() else { throw CancellationError() }
         #expect(answers.map(\.request.notification.messageID) == [1, 2])
-        #expect(answers.map(\.result.status) == [200, 410])
-        #expect(answers.last?.result.reason == "Unregistered")
+        #expect(answers.map(\.status) == [200, 410])
+        #expect(answers.last.map { HTTP2Result($0).reason } == "Unregistered")
     }
 
     /// A peer answering with a large body: only the first 4 KiB of it is kept, and the answer is still reported.
@@ -127,7 +127,7 @@ import Testing
                 + (1...40).map { HTTP2Frame(streamID: 1, payload: .data(.init(data: .byteBuffer(chunk), endStream: $0 == 40))) }
         )
         guard case .answered(let answers) = await events.next() else { throw CancellationError() }
-        #expect(answers.map(\.result.status) == [400], "reported, with no reason to read in the padding")
+        #expect(answers.map(\.status) == [400], "reported, with no reason to read in the padding")
         #expect(answers.first?.body.count == HTTP2StreamStateMachine.maxAnswerBody)
     }
 

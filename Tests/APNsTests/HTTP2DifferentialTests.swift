@@ -119,7 +119,7 @@ import Testing
         var answer: String?
         while let event = await events.next() {
             if case .answered(let answers) = event, let first = answers.first {
-                answer = "\(first.result.status) \(String(decoding: first.body, as: UTF8.self))"
+                answer = "\(first.status) \(String(decoding: first.body, as: UTF8.self))"
             }
             if case .closed = event { break }
         }

@@ -25,10 +25,15 @@ import Testing
         return HTTP2Destination(connector: connector, topic: "com.example.chat", tokens: nil, settings: PushSettings())
     }
 
+    /// An answer as APNs writes it: the status, and a JSON body with the reason (and the timestamp, in milliseconds).
     static func answer(_ status: Int, _ reason: String? = nil, timestamp: Date? = nil) -> HTTP2Answer {
-        HTTP2Answer(
+        var fields: [String] = []
+        if let reason { fields.append(#""reason":"\#(reason)""#) }
+        if let timestamp { fields.append(#""timestamp":\#(Int64(timestamp.timeIntervalSince1970 * 1000))"#) }
+        return HTTP2Answer(
             request: HTTP2Request(notification: row, headers: HPACKHeaders(), body: ByteBuffer(), tokenGeneration: 0),
-            result: HTTP2Result(status: status, reason: reason, timestamp: timestamp)
+            status: status,
+            body: fields.isEmpty ? [] : Array("{\(fields.joined(separator: ","))}".utf8)
         )
     }
 

@@ -55,7 +55,7 @@ struct HTTP2Destination: Destination {
 
     /// What an answer means, as Apple documents it (``HTTP2Result/verdict``); keeps the provider token's state.
     func verdict(_ answer: HTTP2Answer, for row: QueuedNotification) -> Verdict {
-        let result = answer.result
+        let result = HTTP2Result(answer)
         let verdict = result.verdict
         if case .sent = verdict {
             tokens?.accepted(generation: answer.request.tokenGeneration)

@@ -35,19 +35,18 @@ struct FCMDestination: Destination {
         guard let (token, generation) = tokens.current(now: now) else {
             return .notNow("No FCM access token (the service account's token URI has not given one)")
         }
-        var headers = HPACKHeaders()
-        headers.add(name: ":method", value: "POST")
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: path)
-        headers.add(name: ":authority", value: connector.authority)
-        headers.add(name: "content-type", value: "application/json; charset=UTF-8")
-        headers.add(name: "authorization", value: "Bearer " + token)
+        let headers = HTTP2Request.headerBlock(
+            path: path,
+            authority: connector.authority,
+            headers: [("content-type", "application/json; charset=UTF-8")],
+            authorization: "Bearer " + token
+        )
         return .request(HTTP2Request(notification: row, headers: headers, body: ByteBuffer(string: body), tokenGeneration: generation))
     }
 
     /// What an answer means, as Google documents it (``FCMAnswer/verdict``).
     func verdict(_ answer: HTTP2Answer, for row: QueuedNotification) -> Verdict {
-        let fcm = FCMAnswer(status: answer.result.status, body: answer.body, retryAfter: answer.retryAfter)
+        let fcm = FCMAnswer(status: answer.status, body: answer.body, retryAfter: answer.retryAfter)
         let status = "\(fcm.status)"
         let reason = fcm.errorCode ?? fcm.errorStatus ?? "HTTP \(fcm.status)"
         switch fcm.verdict {
