@@ -2,8 +2,10 @@ import APNs
 import Foundation
 
 /// A place notifications go — Apple's binary gateway, Apple's HTTP/2 API, Firebase Cloud Messaging. A
-/// destination knows its wire and nothing else: how to open a connection with its credentials, how to encode a row,
-/// and what each answer means (a ``Verdict``). ``SenderDriver`` does the rest, the same for every destination:
+/// destination knows its wire and nothing else: how to open a connection with its credentials and how to encode a
+/// row; its link reports each answer with what it means (a ``Verdict``, from the destination's own `verdict`, tested
+/// apart in `VerdictTests`: the driver only ever sees verdicts). ``SenderDriver`` does the rest, the same for every
+/// destination:
 /// claiming rows under lease, keeping them ahead of the connection, recording results, sending again what went
 /// unanswered, reconnecting with backoff, opening extra connections on demand, shutting down, and the figures.
 ///
@@ -13,8 +15,6 @@ protocol Destination: Sendable {
     /// One row as it goes on the wire (an HTTP/2 request, a binary frame's fields).
     associatedtype Request: Sendable
     associatedtype Link: DestinationLink where Link.Request == Request
-    /// What the far end answers for one row (an HTTP/2 status and body, a binary error response).
-    associatedtype Reply
 
     /// `gateway.push.apple.com:2195`, for logs.
     var endpoint: String { get }
@@ -30,10 +30,6 @@ protocol Destination: Sendable {
     /// The row as a request, or why it cannot go (for good, or not now). Called for every row, just before it is
     /// written; expired rows never get here.
     func encode(_ row: QueuedNotification, now: Date) -> Encoding<Request>
-
-    /// What `reply` means for `row`: the one place the destination's answers get their meaning, as its documentation
-    /// gives it (the link calls it for every answer it reports).
-    func verdict(_ reply: Reply, for row: QueuedNotification) -> Verdict
 }
 
 /// What ``Destination/encode(_:now:)`` made of a row.
