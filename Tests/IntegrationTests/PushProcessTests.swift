@@ -23,34 +23,27 @@ import Testing
     }
 
     /// The rows a (dead) daemon process holds, claimed under its `host:pid` and not settled: only these may reach the
-    /// gateway twice.
+    /// gateway twice. Their message ids (the binary interface's identifiers).
     static func held(by daemon: Process, in url: DatabaseURL) async throws -> Set<UInt32> {
-        try await TestDatabase.withConnection(url) { connection in
-            var held = Set<UInt32>()
-            let rows = try await connection.query(
-                """
-                SELECT message_id FROM push_deliveries
-                WHERE claimed_by LIKE '%:' || \(String(daemon.processIdentifier)) AND time_sent IS NULL AND time_failed IS NULL
-                """,
-                logger: TestDatabase.logger
-            )
-            for try await id in rows.decode(Int64.self) { held.insert(UInt32(id)) }
-            return held
-        }
+        Set(try await heldRows(by: daemon, in: url).map { UInt32($0.id) })
     }
 
     /// The device tokens of the rows a (dead) daemon process holds (see ``held(by:in:)``).
     static func heldTokens(by daemon: Process, in url: DatabaseURL) async throws -> Set<String> {
+        Set(try await heldRows(by: daemon, in: url).map(\.token))
+    }
+
+    static func heldRows(by daemon: Process, in url: DatabaseURL) async throws -> [(id: Int64, token: String)] {
         try await TestDatabase.withConnection(url) { connection in
-            var held = Set<String>()
             let rows = try await connection.query(
                 """
-                SELECT device_token FROM push_deliveries
+                SELECT message_id, device_token FROM push_deliveries
                 WHERE claimed_by LIKE '%:' || \(String(daemon.processIdentifier)) AND time_sent IS NULL AND time_failed IS NULL
                 """,
                 logger: TestDatabase.logger
             )
-            for try await token in rows.decode(String.self) { held.insert(token) }
+            var held: [(id: Int64, token: String)] = []
+            for try await (id, token) in rows.decode((Int64, String).self) { held.append((id, token)) }
             return held
         }
     }
