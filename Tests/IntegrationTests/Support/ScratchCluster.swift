@@ -101,6 +101,9 @@ struct PgBouncer: Sendable {
 
     /// Runs `body` with PgBouncer on a free loopback port in front of `cluster`, `poolSize` server connections.
     static func with<T: Sendable>(front: ScratchCluster, poolSize: Int = 2, _ body: (PgBouncer) async throws -> T) async throws -> T {
+        if geteuid() == 0 && ServiceUser.account == nil {
+            try Test.cancel("PgBouncer refuses to run as root: needs \(ServiceUser.variable) (set by scripts/test.sh)")
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgbouncer-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
