@@ -28,19 +28,28 @@ package struct GatewayError: PushChatError {
         if let error = error as? NIOSSLError, case .handshakeFailed(let reason) = error {
             return "TLS handshake failed (is the certificate valid for this gateway and signed by the right CA?): \(reason)"
         }
-        let text = "\(error)"
-        // With TLS 1.3 the gateway checks the client certificate after the handshake and answers with an alert.
-        for alert in [
-            "ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE", "ALERT_CERTIFICATE_REQUIRED", "ALERT_CERTIFICATE_REVOKED",
-            "ALERT_CERTIFICATE_EXPIRED", "ALERT_ACCESS_DENIED",
-        ]
-        where text.contains(alert) {
+        if let alert = refusalAlert(error) {
             return "the gateway refused the client certificate (\(alert.replacingOccurrences(of: "ALERT_", with: "")))"
         }
         if error is DeadlineExceeded { return "TLS handshake timed out" }
         if let error = error as? ChannelError, case .connectTimeout = error { return "connection timed out" }
         if "\(error)".contains("Connection refused") { return "connection refused" }
         return "\(error)"
+    }
+}
+
+extension GatewayError {
+    /// Whether `error` is TLS turning the connection down (the handshake failed, or the gateway refused the client
+    /// certificate with an alert): nothing written on it was accepted.
+    package static func isRefusal(_ error: any Error) -> Bool { error is NIOSSLError || refusalAlert(error) != nil }
+
+    /// With TLS 1.3 the gateway checks the client certificate after the handshake and answers with an alert: its name.
+    static func refusalAlert(_ error: any Error) -> String? {
+        let text = "\(error)"
+        return [
+            "ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE", "ALERT_CERTIFICATE_REQUIRED", "ALERT_CERTIFICATE_REVOKED",
+            "ALERT_CERTIFICATE_EXPIRED", "ALERT_ACCESS_DENIED",
+        ].first { text.contains($0) }
     }
 }
 

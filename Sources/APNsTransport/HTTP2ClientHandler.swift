@@ -274,9 +274,8 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        let reason = GatewayError.describe(error)
-        ending = ending ?? (error is NIOSSLError || reason.hasPrefix("the gateway refused") ? .refused : .dropped)
-        fail(reason)
+        ending = ending ?? (GatewayError.isRefusal(error) ? .refused : .dropped)
+        fail(GatewayError.describe(error))
     }
 
     /// Ends the connection: every request still waiting comes back unanswered.

@@ -70,10 +70,7 @@ package struct DatabaseError: PushChatError {
     /// server refused or cancelled the statement (a statement that fails commits nothing), or the connection was lost
     /// before an answer (PostgreSQL rolls back a transaction whose client is gone before its commit). Only an
     /// `outcomeUnknown` may have written: a fan-out budget is refunded for everything else.
-    package static func wroteNothing(_ error: any Error) -> Bool {
-        if let error = error as? DatabaseError { return error.code != .outcomeUnknown }
-        return true
-    }
+    package static func wroteNothing(_ error: any Error) -> Bool { !outcomeIsUnknown(error) }
 
     /// Whether `error` says the server took the statement and never answered: it may have been carried out (see
     /// ``wroteNothing(_:)``), and the caller is told so rather than that nothing happened.

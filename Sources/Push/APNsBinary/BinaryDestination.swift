@@ -144,7 +144,7 @@ final class BinaryLink: DestinationLink {
             }
             return .closed("the gateway closed the connection without an error response", refused: false)
         } catch {
-            return .closed(GatewayError.describe(error), refused: error is NIOSSLError)
+            return .closed(GatewayError.describe(error), refused: GatewayError.isRefusal(error))
         }
     }
 

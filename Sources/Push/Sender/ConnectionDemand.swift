@@ -72,11 +72,6 @@ final class ConnectionDemand: Sendable {
         if state.withLockedValue({ $0.report(index, saturated: saturated, now: now) }) { changed.signal() }
     }
 
-    func wants(_ index: Int) -> Bool {
-        let now = ContinuousClock.now
-        return state.withLockedValue { $0.wants(index, now: now, after: after) }
-    }
-
     /// When connection `index` should open if nothing changes (nil: not while things stay as they are).
     func opensAt(_ index: Int) -> ContinuousClock.Instant? {
         state.withLockedValue { $0.opensAt(index, after: after) }
