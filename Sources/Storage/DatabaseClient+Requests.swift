@@ -32,6 +32,7 @@ extension DatabaseClient {
                     }
                     guard proceed else { throw CancellationError() }
                     leased.withLockedValue { $0 = connection }
+                    await CommitWatch.install(on: connection)
                     // The server's statement_timeout ends a statement before this; only a server that does not answer
                     // at all gets here: the connection is closed (its statement may still be running, so it is not
                     // given to anyone else) and the body fails.
@@ -244,7 +245,16 @@ extension PostgresConnection {
     /// was committed; if it fails, the outcome is unknown.
     /// `prepared`: the probe is a statement prepared once per connection (not behind a transaction pooler, which may
     /// hand each transaction another server connection), so PostgreSQL parses it once, not per request.
+    /// A connection with a ``CommitWatch`` (put on each pooled connection when it is leased) answers from the
+    /// ReadyForQuery the server already sent, with no round trip; the probe is for a connection without one.
     package func confirmCommitted(logger: Logger, prepared: Bool = false) async throws {
+        switch await CommitWatch.of(self)?.confirmation() {
+        case .committed: return
+        case .closed: throw DatabaseError.commitUnconfirmed
+        case .unsure, nil: break
+        }
+        // postgres-nio never answers a query sent on a connection that has closed.
+        if isClosed { throw DatabaseError.commitUnconfirmed }
         do {
             if prepared {
                 for try await _ in try await execute(CommitProbe(), logger: logger) {}
@@ -252,13 +262,18 @@ extension PostgresConnection {
                 _ = try await query("SELECT 1", logger: logger).collect()
             }
         } catch {
-            throw DatabaseError(
-                code: .outcomeUnknown,
-                context: "waiting for the commit",
-                reason: "the connection ended before PostgreSQL confirmed the commit; the statement may or may not have been carried out"
-            )
+            throw DatabaseError.commitUnconfirmed
         }
     }
+}
+
+extension DatabaseError {
+    /// The connection ended between a statement's end and its commit's confirmation.
+    static let commitUnconfirmed = DatabaseError(
+        code: .outcomeUnknown,
+        context: "waiting for the commit",
+        reason: "the connection ended before PostgreSQL confirmed the commit; the statement may or may not have been carried out"
+    )
 }
 
 /// The round trip that proves the statement before it committed (``PostgresConnection/confirmCommitted(logger:prepared:)``).

@@ -156,6 +156,7 @@ package struct PushQueue: Sendable {
         case .pool(let client):
             let logger = self.logger
             return try await client.withConnection { connection in
+                await CommitWatch.install(on: connection)
                 let rows = DatabaseRows(try await connection.query(query, logger: logger).collect())
                 if committed { try await connection.confirmCommitted(logger: logger) }
                 return rows

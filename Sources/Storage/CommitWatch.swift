@@ -1,0 +1,162 @@
+import NIOConcurrencyHelpers
+package import NIOCore
+import NIOSSL
+package import PostgresNIO
+
+/// Tells when a statement on a connection has committed, from the server's own ReadyForQuery, without a round trip.
+///
+/// postgres-nio answers a statement at its CommandComplete, which PostgreSQL sends before the implicit commit at the
+/// end of the request; the ReadyForQuery that follows says the commit happened. postgres-nio does not tell when that
+/// comes, so a handler in front of it in the connection's pipeline reads the message framing
+/// (``BackendMessageFraming``) and this watch keeps what it saw: whether a CommandComplete has been read with no
+/// ReadyForQuery after it. Installed on a connection before its first statement (``install(on:)``), it lets
+/// ``PostgresConnection/confirmCommitted(logger:prepared:)`` answer at once when the ReadyForQuery came in the same
+/// read as the statement's end (nearly always), or wait for it; a round trip of its own is left for a connection whose
+/// framing was lost.
+package final class CommitWatch: Sendable {
+    /// What a statement just finished on the connection can be told about its commit.
+    package enum Confirmation: Equatable, Sendable {
+        /// A ReadyForQuery came after its CommandComplete: committed.
+        case committed
+        /// The connection closed first: the outcome is unknown.
+        case closed
+        /// The framing was lost: ask the server.
+        case unsure
+    }
+
+    private struct State {
+        var awaitingReady = false
+        var lost = false
+        var closed = false
+        var waiting: [CheckedContinuation<Confirmation, Never>] = []
+    }
+    private let state = NIOLockedValueBox(State())
+
+    func completed() {
+        state.withLockedValue { $0.awaitingReady = true }
+    }
+
+    func ready() {
+        let waiting = state.withLockedValue { state in
+            state.awaitingReady = false
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume(returning: .committed) }
+    }
+
+    func lose() { end { $0.lost = true } }
+
+    func close() { end { $0.closed = true } }
+
+    private func end(_ change: (inout State) -> Void) {
+        let (waiting, answer) = state.withLockedValue { state in
+            change(&state)
+            defer { state.waiting = [] }
+            return (state.waiting, state.lost ? Confirmation.unsure : .closed)
+        }
+        for continuation in waiting { continuation.resume(returning: answer) }
+    }
+
+    /// The commit of the statement that just finished on the connection (its CommandComplete already read), waiting for
+    /// the ReadyForQuery if it has not come yet.
+    package func confirmation() async -> Confirmation {
+        await withCheckedContinuation { continuation in
+            let answer: Confirmation? = state.withLockedValue { state in
+                if state.lost { return .unsure }
+                if !state.awaitingReady { return .committed }
+                if state.closed { return .closed }
+                state.waiting.append(continuation)
+                return nil
+            }
+            if let answer { continuation.resume(returning: answer) }
+        }
+    }
+}
+
+extension CommitWatch {
+    /// A connection's watch, for as long as the connection exists (a closed connection's watch still tells what it
+    /// read before the end).
+    private struct Entry {
+        weak var connection: PostgresConnection?
+        let watch: CommitWatch
+    }
+
+    /// The watches of the process's connections, by connection.
+    private static let installed = NIOLockedValueBox<[ObjectIdentifier: Entry]>([:])
+
+    /// The connection's watch, if it has one.
+    package static func of(_ connection: PostgresConnection) -> CommitWatch? {
+        installed.withLockedValue { entries in
+            guard let entry = entries[ObjectIdentifier(connection)], entry.connection === connection else { return nil }
+            return entry.watch
+        }
+    }
+
+    /// The connection's channel. postgres-nio keeps it internal; its stored property is read by reflection, once per
+    /// connection. Nil if a postgres-nio release renames it: the connection then keeps the round trip
+    /// (`CommitConfirmationTests` fails, so an upgrade that does this is noticed).
+    package static func channel(of connection: PostgresConnection) -> (any Channel)? {
+        Mirror(reflecting: connection).descendant("channel") as? any Channel
+    }
+
+    /// Puts a watch on the connection unless it has one. Call it while the connection is idle (leased, before its
+    /// statement is sent): the handler must start reading at a message's first byte. A connection it could not be
+    /// put on keeps the round trip.
+    package static func install(on connection: PostgresConnection) async {
+        if of(connection) != nil { return }
+        guard let channel = channel(of: connection) else { return }
+        let watch = CommitWatch()
+        let added: Void? = try? await channel.eventLoop.submit {
+            let pipeline = channel.pipeline.syncOperations
+            // In front of postgres-nio's handler: behind TLS when there is TLS, otherwise first.
+            let position: ChannelPipeline.SynchronousOperations.Position
+            if let tls = try? pipeline.handler(type: NIOSSLClientHandler.self) {
+                position = .after(tls)
+            } else {
+                position = .first
+            }
+            try pipeline.addHandler(ReadyForQueryHandler(watch: watch), position: position)
+        }.get()
+        guard added != nil else { return }
+        installed.withLockedValue { entries in
+            // The entries of connections that are gone go with them (a pool's few connections: a short walk).
+            entries = entries.filter { $0.value.connection != nil }
+            entries[ObjectIdentifier(connection)] = Entry(connection: connection, watch: watch)
+        }
+    }
+}
+
+/// Reads the backend's messages as they pass to postgres-nio and tells the connection's ``CommitWatch``.
+final class ReadyForQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private var framing = BackendMessageFraming()
+    private let watch: CommitWatch
+
+    init(watch: CommitWatch) { self.watch = watch }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if !framing.isLost {
+            let watch = self.watch
+            framing.read(unwrapInboundIn(data).readableBytesView) { signal in
+                switch signal {
+                case .completed: watch.completed()
+                case .ready: watch.ready()
+                case .lost: watch.lose()
+                }
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        watch.close()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        watch.close()
+    }
+}
