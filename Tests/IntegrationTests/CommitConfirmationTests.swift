@@ -72,10 +72,7 @@ import Testing
     static func throughCutter(_ url: DatabaseURL, _ body: (DatabaseURL, ReadyCutter) async throws -> Void) async throws {
         let cutter = ReadyCutter(upstreamPort: url.port)
         try await cutter.start()
-        var proxied = url
-        proxied.host = "127.0.0.1"
-        proxied.port = cutter.port
-        proxied.socketDirectory = nil
+        var proxied = TestDatabase.through(url, port: cutter.port)
         proxied.tlsMode = .disable
         do {
             try await body(proxied, cutter)

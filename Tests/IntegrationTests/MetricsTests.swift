@@ -197,11 +197,7 @@ import Testing
     static func throughProxy(_ url: DatabaseURL, _ body: @Sendable (DatabaseURL, TCPProxy) async throws -> Void) async throws {
         let proxy = TCPProxy(upstreamPort: url.port)
         try await proxy.start()
-        var proxied = url
-        proxied.host = "127.0.0.1"
-        proxied.port = proxy.port
-        proxied.socketDirectory = nil
-        try await body(proxied, proxy)
+        try await body(TestDatabase.through(url, port: proxy.port), proxy)
         await proxy.stop()
     }
 

@@ -109,6 +109,15 @@ enum TestDatabase {
         }
     }
 
+    /// `url` reached through a loopback proxy listening on `port`.
+    static func through(_ url: DatabaseURL, port: Int) -> DatabaseURL {
+        var proxied = url
+        proxied.host = "127.0.0.1"
+        proxied.port = port
+        proxied.socketDirectory = nil
+        return proxied
+    }
+
     /// Runs `body` on one connection to `url`.
     @discardableResult
     static func withConnection<T: Sendable>(_ url: DatabaseURL, _ body: (PostgresConnection) async throws -> T) async throws -> T {
