@@ -14,6 +14,28 @@ import Testing
     /// running `pushchat-push` stamps rows in place, as the release before does; `migrate --contract` while it runs
     /// makes it move the rows it is done with from then on; `queue prune` moves what was stamped in place; a failed row
     /// retried goes back to `push_queue` and fails again once. Every good token reaches the gateway exactly once.
+    /// Holds `schema_migrations` until a statement waits for it (the daemon asking whether rows move), then lets it
+    /// through and waits until it was answered.
+    static func waitForTheDaemonToAsk(_ url: DatabaseURL, _ harness: PushHarness) async throws {
+        @Sendable func waiting() async throws -> Int64 {
+            try await TestDatabase.scalar(
+                url,
+                """
+                SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+                WHERE c.relname = 'schema_migrations' AND NOT l.granted
+                """,
+                as: Int64.self
+            )
+        }
+        try await TestDatabase.withConnection(url) { holder in
+            try await holder.query("BEGIN", logger: TestDatabase.logger)
+            try await holder.query("LOCK TABLE schema_migrations IN ACCESS EXCLUSIVE MODE", logger: TestDatabase.logger)
+            try await harness.waitUntil("the daemon asks whether rows move") { try await waiting() > 0 }
+            try await holder.query("COMMIT", logger: TestDatabase.logger)
+        }
+        try await harness.waitUntil("its question is answered") { try await waiting() == 0 }
+    }
+
     @Test func rowsMoveOnceTheContractMigrationRan() async throws {
         try await TestDatabase.withEmptyDatabase { url in
             let all = try Migration.load(from: TestDatabase.migrationsDirectory)
@@ -46,8 +68,9 @@ import Testing
                             .migrate(contract: true)
                         #expect(applied.map(\.version) == [PushHistory.contractVersion])
                     }
-                    // The daemon asks again every third of its lease (3 s here).
-                    try await Task.sleep(for: .milliseconds(2_500))
+                    // The daemon asks again every third of its lease (3 s here): the table it reads is held until its
+                    // question waits on it, then let go, so the rows below are queued after it was answered.
+                    try await Self.waitForTheDaemonToAsk(url, harness)
                     try await harness.queue(3, from: 4)
                     try await harness.waitUntil("6 sent") { try await harness.sentAndFailed() == [6, 1] }
                     #expect(try await table("push_history", "time_sent IS NOT NULL") == 3, "moved by the stamp")
