@@ -7,7 +7,11 @@ import NIOPosix
 /// with a stopped server), ``start()`` listens again on the same port.
 final class TCPProxy: Sendable {
     let upstreamPort: Int
-    private let state = NIOLockedValueBox<(listener: (any Channel)?, connections: [any Channel], port: Int)>((nil, [], 0))
+    /// `stops` counts the calls to ``stop()``: a connection accepted before one and forwarded after it (its connection
+    /// upstream still under way while the proxy stopped) is closed instead of kept, or it would outlive the stop.
+    private let state = NIOLockedValueBox<
+        (listener: (any Channel)?, connections: [any Channel], port: Int, running: Bool, stops: Int)
+    >((nil, [], 0, false, 0))
 
     init(upstreamPort: Int) {
         self.upstreamPort = upstreamPort
@@ -17,16 +21,29 @@ final class TCPProxy: Sendable {
 
     func start() async throws {
         let upstreamPort = self.upstreamPort
-        let requested = port
+        let requested = state.withLockedValue { state in
+            state.running = true
+            return state.port
+        }
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { [state] client in
-                ClientBootstrap(group: client.eventLoop)
+                let stops = state.withLockedValue { $0.stops }
+                return ClientBootstrap(group: client.eventLoop)
                     .connect(host: "127.0.0.1", port: upstreamPort)
                     .flatMapThrowing { server in
+                        let kept = state.withLockedValue { state in
+                            guard state.running, state.stops == stops else { return false }
+                            state.connections += [client, server]
+                            return true
+                        }
+                        guard kept else {
+                            server.close(promise: nil)
+                            client.close(promise: nil)
+                            throw ChannelError.ioOnClosedChannel
+                        }
                         try client.pipeline.syncOperations.addHandler(Forwarder(partner: server))
                         try server.pipeline.syncOperations.addHandler(Forwarder(partner: client))
-                        state.withLockedValue { $0.connections += [client, server] }
                     }
             }
             .bind(host: "127.0.0.1", port: requested)
@@ -42,6 +59,8 @@ final class TCPProxy: Sendable {
             defer {
                 state.listener = nil
                 state.connections = []
+                state.running = false
+                state.stops += 1
             }
             return (state.listener, state.connections)
         }
