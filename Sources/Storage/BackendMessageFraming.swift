@@ -1,8 +1,9 @@
 /// PostgreSQL's backend messages framed from the bytes as they arrive, read only as far as a commit's confirmation
 /// needs: each message is a type byte and a 32-bit big-endian length that counts itself and the body.
 ///
-/// It reports a CommandComplete (`C`: a statement finished; its transaction may not have committed yet) and a
-/// ReadyForQuery (`Z`: the server ended the request's implicit transaction, so a statement before it committed). Bytes
+/// It reports a CommandComplete (`C`: a statement finished; its transaction may not have committed yet), an
+/// ErrorResponse (`E`: after a CommandComplete, the commit itself failed, e.g. on a deferred constraint, and nothing
+/// was kept) and a ReadyForQuery (`Z`: the server ended the request's implicit transaction). Bytes
 /// that cannot be a backend message (a type PostgreSQL does not send, a length out of range, a ReadyForQuery not 5
 /// bytes long or with a status other than idle, in a transaction or failed) lose the framing for good: whoever reads
 /// the signals must then find out another way.
@@ -10,6 +11,8 @@ package struct BackendMessageFraming: Sendable {
     package enum Signal: Equatable, Sendable {
         /// A CommandComplete's header was read.
         case completed
+        /// An ErrorResponse's header was read.
+        case failed
         /// A whole ReadyForQuery was read.
         case ready
         /// The bytes stopped making sense as messages; nothing more is reported.
@@ -58,6 +61,7 @@ package struct BackendMessageFraming: Sendable {
                 }
                 guard length >= 4, length <= Self.longest, type != UInt8(ascii: "Z") || length == 5 else { return lose(signal) }
                 if type == UInt8(ascii: "C") { signal(.completed) }
+                if type == UInt8(ascii: "E") { signal(.failed) }
                 phase = length == 4 ? .header(type: nil, length: 0, read: 0) : .body(type: type, left: length - 4)
             case .body(let type, let left):
                 if type == UInt8(ascii: "Z") {

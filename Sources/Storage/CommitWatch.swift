@@ -9,7 +9,8 @@ package import PostgresNIO
 /// end of the request; the ReadyForQuery that follows says the commit happened. postgres-nio does not tell when that
 /// comes, so a handler in front of it in the connection's pipeline reads the message framing
 /// (``BackendMessageFraming``) and this watch keeps what it saw: whether a CommandComplete has been read with no
-/// ReadyForQuery after it. Installed on a connection before its first statement (``install(on:)``), it lets
+/// ReadyForQuery after it, and whether an ErrorResponse came between them (the commit was refused: postgres-nio, which
+/// had already returned the statement, does not tell its caller). Installed on a connection before its first statement (``install(on:)``), it lets
 /// ``PostgresConnection/confirmCommitted(logger:prepared:)`` answer at once when the ReadyForQuery came in the same
 /// read as the statement's end (nearly always), or wait for it; a round trip of its own is left for a connection whose
 /// framing was lost.
@@ -18,6 +19,9 @@ package final class CommitWatch: Sendable {
     package enum Confirmation: Equatable, Sendable {
         /// A ReadyForQuery came after its CommandComplete: committed.
         case committed
+        /// An ErrorResponse came between its CommandComplete and the ReadyForQuery: the commit failed (a deferred
+        /// constraint, a serialization failure at commit), nothing was kept.
+        case rolledBack
         /// The connection closed first: the outcome is unknown.
         case closed
         /// The framing was lost: ask the server.
@@ -26,6 +30,10 @@ package final class CommitWatch: Sendable {
 
     private struct State {
         var awaitingReady = false
+        /// An ErrorResponse came after the last CommandComplete.
+        var failedSinceCompletion = false
+        /// What the last ReadyForQuery ended.
+        var outcome = Confirmation.committed
         var lost = false
         var closed = false
         var waiting: [CheckedContinuation<Confirmation, Never>] = []
@@ -33,16 +41,31 @@ package final class CommitWatch: Sendable {
     private let state = NIOLockedValueBox(State())
 
     func completed() {
-        state.withLockedValue { $0.awaitingReady = true }
+        state.withLockedValue { state in
+            state.awaitingReady = true
+            state.failedSinceCompletion = false
+        }
+    }
+
+    /// An error before a statement's CommandComplete is the statement's own (postgres-nio throws it); only one after
+    /// it concerns the commit.
+    func failed() {
+        state.withLockedValue { state in
+            if state.awaitingReady { state.failedSinceCompletion = true }
+        }
     }
 
     func ready() {
-        let waiting = state.withLockedValue { state in
+        let (waiting, outcome) = state.withLockedValue { state in
+            if state.awaitingReady {
+                state.outcome = state.failedSinceCompletion ? .rolledBack : .committed
+            }
             state.awaitingReady = false
+            state.failedSinceCompletion = false
             defer { state.waiting = [] }
-            return state.waiting
+            return (state.waiting, state.outcome)
         }
-        for continuation in waiting { continuation.resume(returning: .committed) }
+        for continuation in waiting { continuation.resume(returning: outcome) }
     }
 
     func lose() { end { $0.lost = true } }
@@ -64,7 +87,7 @@ package final class CommitWatch: Sendable {
         await withCheckedContinuation { continuation in
             let answer: Confirmation? = state.withLockedValue { state in
                 if state.lost { return .unsure }
-                if !state.awaitingReady { return .committed }
+                if !state.awaitingReady { return state.outcome }
                 if state.closed { return .closed }
                 state.waiting.append(continuation)
                 return nil
@@ -143,6 +166,7 @@ final class ReadyForQueryHandler: ChannelInboundHandler, RemovableChannelHandler
             framing.read(unwrapInboundIn(data).readableBytesView) { signal in
                 switch signal {
                 case .completed: watch.completed()
+                case .failed: watch.failed()
                 case .ready: watch.ready()
                 case .lost: watch.lose()
                 }

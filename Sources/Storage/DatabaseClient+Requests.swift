@@ -250,6 +250,7 @@ extension PostgresConnection {
     package func confirmCommitted(logger: Logger, prepared: Bool = false) async throws {
         switch await CommitWatch.of(self)?.confirmation() {
         case .committed: return
+        case .rolledBack: throw DatabaseError.commitFailed
         case .closed: throw DatabaseError.commitUnconfirmed
         case .unsure, nil: break
         }
@@ -268,6 +269,14 @@ extension PostgresConnection {
 }
 
 extension DatabaseError {
+    /// PostgreSQL refused the commit after the statement ended (a deferred constraint, a serialization failure at
+    /// commit): the transaction rolled back.
+    static let commitFailed = DatabaseError(
+        code: .queryFailed,
+        context: "committing",
+        reason: "PostgreSQL refused the commit after the statement had finished; nothing was carried out"
+    )
+
     /// The connection ended between a statement's end and its commit's confirmation.
     static let commitUnconfirmed = DatabaseError(
         code: .outcomeUnknown,

@@ -69,6 +69,35 @@ import Testing
         }
     }
 
+    /// PostgreSQL refuses the commit after the statement's CommandComplete (a deferred foreign key that does not
+    /// hold): an ErrorResponse comes between it and the ReadyForQuery. postgres-nio has already returned the statement;
+    /// the watch tells the commit failed (nothing happened), and without a watch the probe never says it committed.
+    @Test(arguments: [(true, true), (true, false), (false, true)])
+    func aCommitRefusedAfterTheStatementIsNotConfirmed(watched: Bool, returning: Bool) async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await TestDatabase.withConnection(url) { connection in
+                if watched { await CommitWatch.install(on: connection) }
+                try await connection.query("CREATE TABLE parent (id int PRIMARY KEY)", logger: Self.logger)
+                try await connection.query(
+                    "CREATE TABLE child (parent int REFERENCES parent DEFERRABLE INITIALLY DEFERRED)",
+                    logger: Self.logger
+                )
+                let insert: PostgresQuery = returning ? "INSERT INTO child VALUES (1) RETURNING parent" : "INSERT INTO child VALUES (1)"
+                _ = try await connection.query(insert, logger: Self.logger).collect()
+                let error = await #expect(throws: DatabaseError.self, "a commit PostgreSQL refused was reported done") {
+                    try await connection.confirmCommitted(logger: Self.logger)
+                }
+                if watched {
+                    #expect(error?.code == .queryFailed, "the refusal is known: nothing happened")
+                }
+            }
+            try await TestDatabase.withConnection(url) { connection in
+                let rows = try await connection.query("SELECT count(*) FROM child", logger: Self.logger).collect()
+                #expect(try rows.first?.decode(Int.self) == 0)
+            }
+        }
+    }
+
     static func throughCutter(_ url: DatabaseURL, _ body: (DatabaseURL, ReadyCutter) async throws -> Void) async throws {
         let cutter = ReadyCutter(upstreamPort: url.port)
         try await cutter.start()

@@ -1,5 +1,6 @@
-import Storage
 import Testing
+
+@testable import Storage
 
 /// The framing that tells a connection's commits (``BackendMessageFraming``), on bytes as PostgreSQL sends them.
 @Suite struct BackendMessageFramingTests {
@@ -38,6 +39,37 @@ import Testing
             let signals = Self.signals([Array(stream[..<cut]), Array(stream[cut...])])
             #expect(signals == [.completed, .ready, .completed, .ready], "cut at \(cut)")
         }
+    }
+
+    /// An ErrorResponse is reported wherever it comes; after a CommandComplete it is the commit that failed.
+    @Test func anErrorIsReported() {
+        let refused =
+            Self.message("C", Array("INSERT 0 1".utf8) + [0]) + Self.message("E", Array("SERROR\0C23503\0\0".utf8))
+            + Self.message("Z", [UInt8(ascii: "I")])
+        #expect(Self.signals([refused]) == [.completed, .failed, .ready])
+        #expect(Self.signals(refused.map { [$0] }) == [.completed, .failed, .ready])
+    }
+
+    /// The watch's outcome from the signals alone: an error between a CommandComplete and the ReadyForQuery is a
+    /// refused commit; one before the CommandComplete is the statement's own (it throws) and leaves the next commit alone.
+    @Test func theWatchTellsARefusedCommit() async {
+        let watch = CommitWatch()
+        watch.completed()
+        watch.ready()
+        #expect(await watch.confirmation() == .committed)
+        watch.completed()
+        watch.failed()
+        watch.ready()
+        #expect(await watch.confirmation() == .rolledBack)
+        watch.failed()
+        watch.ready()
+        watch.completed()
+        watch.ready()
+        #expect(await watch.confirmation() == .committed)
+        watch.completed()
+        watch.failed()
+        watch.close()
+        #expect(await watch.confirmation() == .closed, "no ReadyForQuery: a FATAL error may follow a commit")
     }
 
     @Test func readyOnlyWhenWhole() {
