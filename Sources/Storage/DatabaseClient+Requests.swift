@@ -15,48 +15,35 @@ extension DatabaseClient {
         guard health.isUp, let (pool, session) = current.withLockedValue({ $0 }) else {
             throw DatabaseError(code: .unavailable, context: "waiting for a database connection", reason: health.problem ?? "not connected")
         }
-        let lease = NIOLockedValueBox(LeasePhase.waiting)
+        let lease = NIOLockedValueBox(LeaseState<PostgresConnection>())
         let statementLimit = session.statementTimeout == .zero ? .seconds(60) : session.statementTimeout + .seconds(5)
         let answer = FirstAnswer<T>()
-        let leased = NIOLockedValueBox<PostgresConnection?>(nil)
         let unknown: @Sendable (String) -> DatabaseError = { reason in
             DatabaseError(code: .outcomeUnknown, context: "waiting for the database's answer", reason: reason)
+        }
+        let overdue: @Sendable () -> DatabaseError = {
+            unknown("no answer within \(statementLimit.formatted); the statement may or may not have been carried out")
         }
         let work = Task {
             do {
                 let value = try await pool.withConnection { connection in
-                    let proceed = lease.withLockedValue { phase in
-                        guard phase == .waiting else { return false }
-                        phase = .leased
-                        return true
-                    }
-                    guard proceed else { throw CancellationError() }
-                    leased.withLockedValue { $0 = connection }
+                    guard lease.withLockedValue({ $0.connectionCame(connection) }) else { throw CancellationError() }
                     await CommitWatch.install(on: connection)
                     // The server's statement_timeout ends a statement before this; only a server that does not answer
-                    // at all gets here: the connection is closed (its statement may still be running, so it is not
-                    // given to anyone else) and the body fails.
-                    let overdue = connection.eventLoop.scheduleTask(in: .nanoseconds(statementLimit.nanoseconds)) {
-                        lease.withLockedValue { $0 = .overdue }
+                    // at all gets here.
+                    let timer = connection.eventLoop.scheduleTask(in: .nanoseconds(statementLimit.nanoseconds)) {
+                        guard let connection = lease.withLockedValue({ $0.statementOverdue() }) else { return }
                         let closing: EventLoopFuture<Void> = connection.close()
                         closing.whenComplete { _ in }
                         // postgres-nio does not always fail a query whose connection closes under it: the caller
                         // hears now, whatever the abandoned work then does.
-                        answer.give(
-                            .failure(
-                                unknown("no answer within \(statementLimit.formatted); the statement may or may not have been carried out")
-                            )
-                        )
+                        answer.give(.failure(overdue()))
                     }
-                    defer { overdue.cancel() }
+                    defer { timer.cancel() }
                     do {
                         return try await body(connection)
-                    } catch  where lease.withLockedValue({ $0 }) == .overdue {
-                        throw DatabaseError(
-                            code: .outcomeUnknown,
-                            context: "waiting for the database's answer",
-                            reason: "no answer within \(statementLimit.formatted); the statement may or may not have been carried out"
-                        )
+                    } catch  where lease.withLockedValue({ $0.isOverdue }) {
+                        throw overdue()
                     }
                 }
                 answer.give(.success(value))
@@ -71,33 +58,30 @@ extension DatabaseClient {
                 reason: self.health.problem ?? "no connection within \(self.leaseTimeout.formatted)"
             )
         }
+        let abandon: @Sendable () -> Void = {
+            work.cancel()
+            answer.give(.failure(unavailable()))
+        }
         // Given up while still waiting for a connection: the caller hears at once, whatever the pool then does with
         // the cancelled request (a pool being replaced after an outage may never answer it).
         let stopWaiting: @Sendable () -> Void = {
-            let abandon = lease.withLockedValue { phase in
-                guard phase == .waiting else { return false }
-                phase = .abandoned
-                return true
-            }
-            if abandon {
-                work.cancel()
-                answer.give(.failure(unavailable()))
-            }
+            if lease.withLockedValue({ $0.stopWaiting() }) { abandon() }
         }
         // The database went away: a request still waiting stops waiting; one whose connection the server closed under
         // its statement hears that the outcome is unknown (postgres-nio never answers a query sent on a connection as
         // it closes: a claim in flight when PostgreSQL restarted kept the push daemon waiting for ever).
-        let databaseDown: @Sendable () -> Void = {
-            stopWaiting()
-            guard lease.withLockedValue({ $0 }) == .leased, leased.withLockedValue({ $0?.isClosed }) == true else { return }
-            work.cancel()
-            answer.give(
-                .failure(
-                    unknown("the database closed the connection before it answered; the statement may or may not have been carried out")
-                )
-            )
+        let registration = health.whenDown {
+            switch lease.withLockedValue({ $0.databaseWentDown(isClosed: { $0.isClosed }) }) {
+            case .none:
+                break
+            case .abandon:
+                abandon()
+            case .outcomeUnknown:
+                work.cancel()
+                let reason = "the database closed the connection before it answered; the statement may or may not have been carried out"
+                answer.give(.failure(unknown(reason)))
+            }
         }
-        let registration = health.whenDown(databaseDown)
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(leaseTimeout.nanoseconds), stopWaiting)
         defer {
             timer.cancel()
@@ -112,10 +96,8 @@ extension DatabaseClient {
             }
         } catch {
             // Leased (or overdue): the server's error or the unknown outcome, as it is. Otherwise nothing was sent.
-            switch lease.withLockedValue({ $0 }) {
-            case .leased, .overdue: throw error
-            case .waiting, .abandoned: throw unavailable()
-            }
+            if lease.withLockedValue({ $0.mayHaveReachedTheServer }) { throw error }
+            throw unavailable()
         }
     }
 
@@ -205,18 +187,6 @@ final class FirstAnswer<T: Sendable>: Sendable {
             if let ready { continuation.resume(with: ready) }
         }
     }
-}
-
-/// Where a request is with its pooled connection.
-enum LeasePhase: Sendable {
-    /// Nothing has reached the server yet.
-    case waiting
-    /// The connection is the request's: what happens next is the server's to decide.
-    case leased
-    /// The server did not answer within `statement_timeout` + 5 s: the connection was closed under the statement.
-    case overdue
-    /// Given up before a connection came (the database went down, or `leaseTimeout`).
-    case abandoned
 }
 
 /// A statement's rows, collected (the connection goes back to the pool before they are read).
