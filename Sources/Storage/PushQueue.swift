@@ -168,12 +168,28 @@ package struct PushQueue: Sendable {
 
     /// Runs one of the daemon's hot statements (the claim) and answers once PostgreSQL committed it: prepared once per
     /// connection when direct, so its plan is kept (planning it was a fifth of a claim's time in PostgreSQL, in the field
-    /// bench's profile), unnamed behind a pooler.
-    func runPrepared<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row]
+    /// bench's profile), unnamed behind a pooler. `onFirstRow`: see ``DatabaseClient/execute(_:logger:committed:onFirstRow:)``.
+    func runPrepared<Statement: PostgresPreparedStatement>(
+        _ statement: Statement,
+        onFirstRow: (@Sendable () -> Void)? = nil
+    ) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
-        if case .database(let database) = source { return try await database.execute(statement, logger: logger, committed: true) }
-        let rows = try await run(PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings()), committed: true)
-        return try rows.rows.map { try statement.decodeRow($0) }
+        switch source {
+        case .database(let database):
+            return try await database.execute(statement, logger: logger, committed: true, onFirstRow: onFirstRow)
+        case .pool(let client):
+            let (logger, query) = (self.logger, PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings()))
+            return try await client.withConnection { connection in
+                await CommitWatch.install(on: connection)
+                var rows: [Statement.Row] = []
+                for try await row in try await connection.query(query, logger: logger) {
+                    if rows.isEmpty { onFirstRow?() }
+                    rows.append(try statement.decodeRow(row))
+                }
+                try await connection.confirmCommitted(logger: logger)
+                return rows
+            }
+        }
     }
 
     /// The same queue for `app`'s rows on `platform`: its own claim cursor (one app's or platform's backlog never
@@ -284,8 +300,10 @@ package struct PushQueue: Sendable {
     /// lock, a locked row cannot move before the update; one that another session changed after this statement's
     /// snapshot is not updated and stays pending for the next claim.
     ///
-    /// `bulkLimit` caps the broadcast rows of this claim (`push_broadcast_rate`'s share; nil: no cap).
-    package func claim(limit: Int, bulkLimit: Int? = nil) async throws -> [QueuedNotification] {
+    /// `bulkLimit` caps the broadcast rows of this claim (`push_broadcast_rate`'s share; nil: no cap). `onLocked` is
+    /// called when the first row arrives: the claim function returns its rows only once it has locked and leased all
+    /// of them (`RETURN QUERY` computes the whole result first), so a claim started then takes none of them.
+    package func claim(limit: Int, bulkLimit: Int? = nil, onLocked: (@Sendable () -> Void)? = nil) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let listening = cursors.isListening
         let after = cursor.value.withLock { $0.start(now: now, listening: listening) }
@@ -304,7 +322,8 @@ package struct PushQueue: Sendable {
                 broadcastLimit: Int64(traffic == .interactive ? 0 : limit),
                 instance: instance,
                 leaseSeconds: leaseSeconds
-            )
+            ),
+            onFirstRow: onLocked
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)

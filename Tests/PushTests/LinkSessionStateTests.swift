@@ -117,6 +117,66 @@ import Testing
         #expect(!state.wantsClaim(batchSize: 2000), "a batch ahead is enough: the rest stays for other daemons")
     }
 
+    /// While a backlog drains through a wide window, a second claim starts once the first has locked its rows (it
+    /// then waits only for its commit); a claim that comes back short (the queue's end, a chat message's few rows)
+    /// goes back to one at a time.
+    @Test func twoClaimsAtOnceOnlyWhileABacklogDrainsThroughAWideWindow() throws {
+        var state = LinkSession.State()
+        state.connected(window: 100_000, limit: .max)
+        func start() -> Int? { state.startClaim(batchSize: 2000) }
+        let first = try #require(start())
+        state.claimLocked(first)
+        #expect(start() == nil, "no backlog seen yet: one claim")
+        state.claimFinished(first, rows: Self.rows(1...2000), full: true)
+        _ = state.nextBatch(batchSize: 2000)
+        let second = try #require(start())
+        #expect(start() == nil, "the claim under way has not locked its rows yet")
+        state.claimLocked(second)
+        let third = try #require(start(), "a backlog: a second claim while the first waits for its commit")
+        #expect(state.claiming == 2)
+        state.claimLocked(third)
+        #expect(start() == nil, "never more than two")
+        state.claimFinished(third, rows: Self.rows(4001...6000), full: true)
+        #expect(state.ready.isEmpty, "the later claim's rows wait for the earlier one's")
+        #expect(start() == nil, "its rows count as ready: enough")
+        state.claimFinished(second, rows: Self.rows(2001...4000), full: false)
+        #expect(state.ready.map(\.messageID) == Array(2001...6000), "in queue order")
+        #expect(state.claiming == 0)
+        for _ in 0..<10 { _ = state.nextBatch(batchSize: 5000) }
+        let fourth = try #require(start())
+        state.claimLocked(fourth)
+        #expect(start() == nil, "the last claim came back short: one at a time again")
+        state.claimFailed(fourth)
+        #expect(state.claiming == 0)
+
+        var narrow = LinkSession.State()
+        _ = narrow.allow(1000, window: 1000)
+        func startNarrow() -> Int? { narrow.startClaim(batchSize: 2000) }
+        let one = try #require(startNarrow())
+        narrow.claimFinished(one, rows: Self.rows(1...500), full: true)
+        let two = try #require(startNarrow())
+        narrow.claimLocked(two)
+        #expect(startNarrow() == nil, "a window narrower than a batch: one claim at a time")
+    }
+
+    /// A claim that fails lets the claim after it through.
+    @Test func aFailedClaimReleasesTheOneAfterIt() throws {
+        var state = LinkSession.State()
+        state.connected(window: 100_000, limit: .max)
+        func start() -> Int? { state.startClaim(batchSize: 100) }
+        let first = try #require(start())
+        state.claimFinished(first, rows: Self.rows(1...100), full: true)
+        _ = state.nextBatch(batchSize: 100)
+        let second = try #require(start())
+        state.claimLocked(second)
+        let third = try #require(start())
+        state.claimFinished(third, rows: Self.rows(201...300), full: true)
+        #expect(state.ready.isEmpty)
+        state.claimFailed(second)
+        #expect(state.claims.isEmpty)
+        #expect(state.ready.map(\.messageID) == Array(201...300))
+    }
+
     @Test func theNextConnectionStartsByHowThisOneEnded() {
         func ended(_ ending: LinkEnding, answered: Int, lost: Int) -> Int {
             var state = LinkSession.State()

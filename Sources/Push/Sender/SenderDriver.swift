@@ -143,7 +143,9 @@ struct SenderDriver<D: Destination>: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await link.run { event in read(event, session: session) } }
             group.addTask { await write(link, session: session, inFlight: inFlight) }
-            group.addTask { await claim(session: session) }
+            for index in 0..<LinkSession.State.claimsAhead {
+                group.addTask { await claim(session: session, logsErrors: index == 0) }
+            }
             await group.waitForAll()
         }
         connected.decrement()
@@ -207,17 +209,21 @@ struct SenderDriver<D: Destination>: Sendable {
     }
 
     /// Keeps rows claimed ahead of the free places (a window's worth, at most a batch), so sending never waits for
-    /// PostgreSQL: claims of `push_batch_size` rows run while earlier rows are on the wire. Claimed rows are held
-    /// under lease by ``HeldRows`` from the moment PostgreSQL returns them.
-    private func claim(session: LinkSession) async {
+    /// PostgreSQL: claims of `push_batch_size` rows run while earlier rows are on the wire, two at once while a
+    /// backlog drains (``LinkSession/State/startClaim(batchSize:)``; one task each, only the first logs a database
+    /// error). Claimed rows are held under lease by ``HeldRows`` from the moment PostgreSQL returns them.
+    private func claim(session: LinkSession, logsErrors: Bool) async {
         var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
         while !shutdown.isRequested {
             let wakeGeneration = session.wake.generation
             let closingGeneration = session.closing.generation
             let queueGeneration = signal.generation
-            let (open, wanted) = session.read { ($0.open, $0.wantsClaim(batchSize: settings.batchSize)) }
+            let (open, started) = session.update(
+                { ($0.open, $0.startClaim(batchSize: settings.batchSize)) },
+                wakesIf: { _ in false }
+            )
             guard open else { return }
-            if !wanted {
+            guard let sequence = started else {
                 await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
                 continue
             }
@@ -229,6 +235,7 @@ struct SenderDriver<D: Destination>: Sendable {
             let share = rate?.share(of: settings.batchSize) ?? 1
             let bulkLimit = rate?.take(upTo: settings.batchSize, atLeast: onlyBulk ? share : 1)
             if let rate, bulkLimit == 0, onlyBulk {
+                session.update { $0.claimFailed(sequence) }
                 await session.closing.wait(after: closingGeneration, timeout: rate.wait(for: share))
                 continue
             }
@@ -237,11 +244,13 @@ struct SenderDriver<D: Destination>: Sendable {
                     from: context.queue,
                     limit: settings.batchSize,
                     bulkLimit: bulkLimit,
-                    timer: metrics.claimDuration
+                    timer: metrics.claimDuration,
+                    onLocked: { session.update { $0.claimLocked(sequence) } }
                 )
                 if let rate, let bulkLimit { rate.giveBack(bulkLimit - claimed.count { $0.bulk }) }
                 databaseBackoff.reset()
                 if claimed.isEmpty {
+                    session.update({ $0.claimFailed(sequence) }, wakesIf: { _ in false })
                     // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
                     await QueueSignal.wait(
                         for: [(signal, queueGeneration), (session.closing, closingGeneration)],
@@ -249,10 +258,11 @@ struct SenderDriver<D: Destination>: Sendable {
                     )
                     continue
                 }
-                session.update { $0.claimed(claimed) }
+                session.update { $0.claimFinished(sequence, rows: claimed, full: claimed.count >= settings.batchSize) }
             } catch {
+                session.update { $0.claimFailed(sequence) }
                 if let rate, let bulkLimit { rate.giveBack(bulkLimit) }
-                if databaseBackoff.failures == 0 {
+                if logsErrors, databaseBackoff.failures == 0 {
                     logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
                 }
                 await QueueSignal.wait(
