@@ -113,14 +113,14 @@ extension DatabaseClient {
 
     /// Runs one of the hot statements: prepared once per connection when direct, unnamed behind a pooler (which may
     /// hand the next transaction a server connection that never saw the preparation). With `committed`, answers only
-    /// once PostgreSQL committed it. `onFirstRow` is called when the statement's first row arrives (for a statement
-    /// whose rows are all computed before the first is sent, such as a function's: it has done its work and awaits
-    /// its commit).
+    /// once PostgreSQL committed it. `onFirstRow` is called with the statement's first row as it arrives (for a
+    /// statement whose rows are all computed before the first is sent, such as a function's: it has done its work and
+    /// awaits its commit).
     package func execute<Statement: PostgresPreparedStatement>(
         _ statement: Statement,
         logger: Logger,
         committed: Bool = false,
-        onFirstRow: (@Sendable () -> Void)? = nil
+        onFirstRow: (@Sendable (Statement.Row) -> Void)? = nil
     ) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
         try await withConnection { connection in
@@ -129,8 +129,8 @@ extension DatabaseClient {
                 let query = PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())
                 var rows: [Statement.Row] = []
                 for try await row in try await connection.query(query, logger: logger) {
-                    if rows.isEmpty { onFirstRow?() }
                     rows.append(try statement.decodeRow(row))
+                    if rows.count == 1 { onFirstRow?(rows[0]) }
                 }
                 if committed { try await connection.confirmCommitted(logger: logger, prepared: false) }
                 return rows
@@ -141,8 +141,8 @@ extension DatabaseClient {
             do {
                 var rows: [Statement.Row] = []
                 for try await row in try await connection.execute(statement, logger: logger) {
-                    if rows.isEmpty { onFirstRow?() }
                     rows.append(row)
+                    if rows.count == 1 { onFirstRow?(row) }
                 }
                 if committed { try await connection.confirmCommitted(logger: logger, prepared: true) }
                 return rows

@@ -171,7 +171,7 @@ package struct PushQueue: Sendable {
     /// bench's profile), unnamed behind a pooler. `onFirstRow`: see ``DatabaseClient/execute(_:logger:committed:onFirstRow:)``.
     func runPrepared<Statement: PostgresPreparedStatement>(
         _ statement: Statement,
-        onFirstRow: (@Sendable () -> Void)? = nil
+        onFirstRow: (@Sendable (Statement.Row) -> Void)? = nil
     ) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
         switch source {
@@ -183,8 +183,8 @@ package struct PushQueue: Sendable {
                 await CommitWatch.install(on: connection)
                 var rows: [Statement.Row] = []
                 for try await row in try await connection.query(query, logger: logger) {
-                    if rows.isEmpty { onFirstRow?() }
                     rows.append(try statement.decodeRow(row))
+                    if rows.count == 1 { onFirstRow?(rows[0]) }
                 }
                 try await connection.confirmCommitted(logger: logger)
                 return rows
@@ -302,7 +302,9 @@ package struct PushQueue: Sendable {
     ///
     /// `bulkLimit` caps the broadcast rows of this claim (`push_broadcast_rate`'s share; nil: no cap). `onLocked` is
     /// called when the first row arrives: the claim function returns its rows only once it has locked and leased all
-    /// of them (`RETURN QUERY` computes the whole result first), so a claim started then takes none of them.
+    /// of them (`RETURN QUERY` computes the whole result first), so a claim started then takes none of them; and the
+    /// first row is the newest (migration 027), so the claim cursor moves past it at once and the next claim does not
+    /// walk over this one's rows.
     package func claim(limit: Int, bulkLimit: Int? = nil, onLocked: (@Sendable () -> Void)? = nil) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let listening = cursors.isListening
@@ -323,7 +325,16 @@ package struct PushQueue: Sendable {
                 instance: instance,
                 leaseSeconds: leaseSeconds
             ),
-            onFirstRow: onLocked
+            onFirstRow: { [traffic, cursor, bulkCursor] row in
+                // The newest row claimed (migrations/027_claim_newest_first.sql): a claim starting now begins past it.
+                var columns = row.makeIterator()
+                if let id = try? columns.next()?.decode(Int64.self) {
+                    for _ in 0..<9 { _ = columns.next() }
+                    let bulk = traffic == .bulk || (traffic == .all && (try? columns.next()?.decode(Bool.self)) == true)
+                    (bulk ? bulkCursor : cursor).value.withLock { $0.passed(id) }
+                }
+                onLocked?()
+            }
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)
