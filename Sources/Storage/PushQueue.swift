@@ -380,7 +380,13 @@ package struct PushQueue: Sendable {
         if traffic != .interactive && others < limit && bulkCap > 0 {
             bulkCursor.value.withLock { $0.claimed(count: bulkCount, limit: min(bulkCap, limit - others), newest: newestBulk) }
         }
-        claimed.sort { $0.messageID < $1.messageID }
+        // Newest first from the function (migration 027): reversed, not sorted (a sort of 2,000 rows in reverse order
+        // cost the daemon a tenth of its CPU per row over HTTP/2); sorted when they come another way (before 027).
+        if zip(claimed, claimed.dropFirst()).allSatisfy({ $0.messageID > $1.messageID }) {
+            claimed.reverse()
+        } else {
+            claimed.sort { $0.messageID < $1.messageID }
+        }
         return claimed
     }
 

@@ -130,9 +130,11 @@ import Testing
         state.claimFinished(first, rows: Self.rows(1...2000), full: true)
         _ = state.nextBatch(batchSize: 2000)
         let second = try #require(start())
-        #expect(start() == nil, "the claim under way has not locked its rows yet")
         state.claimLocked(second)
-        let third = try #require(start(), "a backlog: a second claim while the first waits for its commit")
+        #expect(start() == nil, "the writer has not waited for a claim yet")
+        #expect(state.nextBatch(batchSize: 2000).isEmpty)
+        #expect(state.writerWaitedForClaim)
+        let third = try #require(start(), "a backlog the writer waits for: a second claim while the first waits for its commit")
         #expect(state.claiming == 2)
         state.claimLocked(third)
         #expect(start() == nil, "never more than two")
@@ -142,6 +144,7 @@ import Testing
         state.claimFinished(second, rows: Self.rows(2001...4000), full: false)
         #expect(state.ready.map(\.messageID) == Array(2001...6000), "in queue order")
         #expect(state.claiming == 0)
+        #expect(state.writerWaitedForClaim, "the claims came back to a writer with nothing to write")
         for _ in 0..<10 { _ = state.nextBatch(batchSize: 5000) }
         let fourth = try #require(start())
         state.claimLocked(fourth)
@@ -159,6 +162,21 @@ import Testing
         #expect(startNarrow() == nil, "a window narrower than a batch: one claim at a time")
     }
 
+    /// While the far end's window sets the pace (rows still ready when each claim comes back), one claim at a time.
+    @Test func aWriterThatNeverWaitsKeepsOneClaim() throws {
+        var state = LinkSession.State()
+        state.connected(window: 100_000, limit: .max)
+        func start() -> Int? { state.startClaim(batchSize: 100) }
+        let first = try #require(start())
+        state.claimFinished(first, rows: Self.rows(1...100), full: true)
+        _ = state.nextBatch(batchSize: 60)
+        let second = try #require(start())
+        state.claimLocked(second)
+        #expect(start() == nil)
+        state.claimFinished(second, rows: Self.rows(101...200), full: true)
+        #expect(!state.writerWaitedForClaim)
+    }
+
     /// A claim that fails lets the claim after it through.
     @Test func aFailedClaimReleasesTheOneAfterIt() throws {
         var state = LinkSession.State()
@@ -169,6 +187,7 @@ import Testing
         _ = state.nextBatch(batchSize: 100)
         let second = try #require(start())
         state.claimLocked(second)
+        _ = state.nextBatch(batchSize: 100)
         let third = try #require(start())
         state.claimFinished(third, rows: Self.rows(201...300), full: true)
         #expect(state.ready.isEmpty)

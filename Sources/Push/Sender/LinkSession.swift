@@ -108,6 +108,7 @@ final class LinkSession: Sendable {
             batch += ready.prefix(more)
             ready.removeFirst(more)
             inFlight += batch.count
+            if batch.isEmpty && claiming > 0 { writerWaitedForClaim = true }
             return batch
         }
 
@@ -194,20 +195,27 @@ final class LinkSession: Sendable {
         /// binary drain in the field bench: one claim at a time left a third of the CPU idle).
         static let claimsAhead = 2
 
+        /// The writer had room and nothing to write while a claim was under way: claims, not the far end, set the pace
+        /// (the binary interface). Cleared by a claim that comes back while rows are still ready (HTTP/2's window sets
+        /// the pace there, and a second claim would only cost CPU: 5% of a drain's rows per second in the bench).
+        private(set) var writerWaitedForClaim = false
+
         /// Claims under way (not back yet).
         var claiming: Int { claims.count { $0.rows == nil } }
 
         /// Whether the connection wants more rows: fewer ready (or back and waiting for an earlier claim) than a
         /// window's worth (at least half a batch, at most a batch: a wide window is not claimed ahead whole, the rows
         /// would wait under lease that another daemon could send), counting a claim under way as a full batch. A
-        /// second claim starts only while a backlog drains through a window a whole batch wide or more, and once every
-        /// claim under way has locked its rows: it then takes none of theirs, so the connection writes the rows of
+        /// second claim starts only while a backlog drains through a window a whole batch wide or more with the writer
+        /// waiting for claims (``writerWaitedForClaim``), and once every claim under way has locked its rows: it then takes none of theirs, so the connection writes the rows of
         /// both in queue order.
         func wantsClaim(batchSize: Int) -> Bool {
             let worth = min(max(limit, batchSize / 2), batchSize)
             let underWay = claims.filter { $0.rows == nil }
             guard open, underWay.count < Self.claimsAhead else { return false }
-            if !underWay.isEmpty, !(backlog && worth >= batchSize && underWay.allSatisfy(\.locked)) { return false }
+            if !underWay.isEmpty, !(backlog && writerWaitedForClaim && worth >= batchSize && underWay.allSatisfy(\.locked)) {
+                return false
+            }
             let back = claims.reduce(0) { $0 + ($1.rows?.count ?? 0) }
             return ready.count + back + underWay.count * batchSize < (underWay.count + 1) * worth
         }
@@ -231,6 +239,7 @@ final class LinkSession: Sendable {
         /// before it is back.
         mutating func claimFinished(_ sequence: Int, rows: [QueuedNotification], full: Bool) {
             backlog = full
+            if !ready.isEmpty || !retry.isEmpty { writerWaitedForClaim = false }
             finish(sequence, rows: rows)
         }
 
