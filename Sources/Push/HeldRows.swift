@@ -11,15 +11,9 @@ final class HeldRows: Sendable {
     private let ids = NIOLockedValueBox(Set<Int64>())
 
     /// Claims up to `limit` rows and holds them; `timer` records how long the claim took.
-    func claim(
-        from queue: PushQueue,
-        limit: Int,
-        bulkLimit: Int? = nil,
-        timer: Metrics.Timer,
-        onLocked: (@Sendable () -> Void)? = nil
-    ) async throws -> [QueuedNotification] {
+    func claim(from queue: PushQueue, limit: Int, bulkLimit: Int? = nil, timer: Metrics.Timer) async throws -> [QueuedNotification] {
         let start = ContinuousClock.now
-        let rows = try await queue.claim(limit: limit, bulkLimit: bulkLimit, onLocked: onLocked)
+        let rows = try await queue.claim(limit: limit, bulkLimit: bulkLimit)
         timer.record(duration: start.duration(to: .now))
         if !rows.isEmpty { add(rows.map(\.messageID)) }
         return rows

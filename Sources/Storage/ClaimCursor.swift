@@ -54,13 +54,6 @@ package struct ClaimCursor: Sendable, Equatable {
         if let floor { after = min(after, floor) }
     }
 
-    /// A claim under way has taken every claimable row up to message id `id` (its newest, known before it ends): a
-    /// claim starting now begins past it. Never back, and never past a rewind no claim has started from.
-    package mutating func passed(_ id: Int64) {
-        after = max(after, id)
-        if let floor { after = min(after, floor) }
-    }
-
     /// Rows were given back (or returned from an expired lease): the next claim starts from the start.
     package mutating func rewind() { rewind(below: 0) }
 }

@@ -113,25 +113,18 @@ extension DatabaseClient {
 
     /// Runs one of the hot statements: prepared once per connection when direct, unnamed behind a pooler (which may
     /// hand the next transaction a server connection that never saw the preparation). With `committed`, answers only
-    /// once PostgreSQL committed it. `onFirstRow` is called with the statement's first row as it arrives (for a
-    /// statement whose rows are all computed before the first is sent, such as a function's: it has done its work and
-    /// awaits its commit).
+    /// once PostgreSQL committed it.
     package func execute<Statement: PostgresPreparedStatement>(
         _ statement: Statement,
         logger: Logger,
-        committed: Bool = false,
-        onFirstRow: (@Sendable (Statement.Row) -> Void)? = nil
+        committed: Bool = false
     ) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
         try await withConnection { connection in
             // Read once the connection is leased (a request that came while the process started waited for it).
             if self.session?.isPooled == true {
                 let query = PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())
-                var rows: [Statement.Row] = []
-                for try await row in try await connection.query(query, logger: logger) {
-                    rows.append(try statement.decodeRow(row))
-                    if rows.count == 1 { onFirstRow?(rows[0]) }
-                }
+                let rows = try await connection.query(query, logger: logger).collect().map { try statement.decodeRow($0) }
                 if committed { try await connection.confirmCommitted(logger: logger, prepared: false) }
                 return rows
             }
@@ -140,10 +133,7 @@ extension DatabaseClient {
             // connection is closed, so the pool opens a fresh one and the next request is served.
             do {
                 var rows: [Statement.Row] = []
-                for try await row in try await connection.execute(statement, logger: logger) {
-                    rows.append(row)
-                    if rows.count == 1 { onFirstRow?(row) }
-                }
+                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
                 if committed { try await connection.confirmCommitted(logger: logger, prepared: true) }
                 return rows
             } catch {

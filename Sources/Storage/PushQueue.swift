@@ -168,28 +168,12 @@ package struct PushQueue: Sendable {
 
     /// Runs one of the daemon's hot statements (the claim) and answers once PostgreSQL committed it: prepared once per
     /// connection when direct, so its plan is kept (planning it was a fifth of a claim's time in PostgreSQL, in the field
-    /// bench's profile), unnamed behind a pooler. `onFirstRow`: see ``DatabaseClient/execute(_:logger:committed:onFirstRow:)``.
-    func runPrepared<Statement: PostgresPreparedStatement>(
-        _ statement: Statement,
-        onFirstRow: (@Sendable (Statement.Row) -> Void)? = nil
-    ) async throws -> [Statement.Row]
+    /// bench's profile), unnamed behind a pooler.
+    func runPrepared<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
-        switch source {
-        case .database(let database):
-            return try await database.execute(statement, logger: logger, committed: true, onFirstRow: onFirstRow)
-        case .pool(let client):
-            let (logger, query) = (self.logger, PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings()))
-            return try await client.withConnection { connection in
-                await CommitWatch.install(on: connection)
-                var rows: [Statement.Row] = []
-                for try await row in try await connection.query(query, logger: logger) {
-                    rows.append(try statement.decodeRow(row))
-                    if rows.count == 1 { onFirstRow?(rows[0]) }
-                }
-                try await connection.confirmCommitted(logger: logger)
-                return rows
-            }
-        }
+        if case .database(let database) = source { return try await database.execute(statement, logger: logger, committed: true) }
+        let rows = try await run(PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings()), committed: true)
+        return try rows.rows.map { try statement.decodeRow($0) }
     }
 
     /// The same queue for `app`'s rows on `platform`: its own claim cursor (one app's or platform's backlog never
@@ -300,12 +284,8 @@ package struct PushQueue: Sendable {
     /// lock, a locked row cannot move before the update; one that another session changed after this statement's
     /// snapshot is not updated and stays pending for the next claim.
     ///
-    /// `bulkLimit` caps the broadcast rows of this claim (`push_broadcast_rate`'s share; nil: no cap). `onLocked` is
-    /// called when the first row arrives: the claim function returns its rows only once it has locked and leased all
-    /// of them (`RETURN QUERY` computes the whole result first), so a claim started then takes none of them; and the
-    /// first row is the newest (migration 027), so the claim cursor moves past it at once and the next claim does not
-    /// walk over this one's rows.
-    package func claim(limit: Int, bulkLimit: Int? = nil, onLocked: (@Sendable () -> Void)? = nil) async throws -> [QueuedNotification] {
+    /// `bulkLimit` caps the broadcast rows of this claim (`push_broadcast_rate`'s share; nil: no cap).
+    package func claim(limit: Int, bulkLimit: Int? = nil) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let listening = cursors.isListening
         let after = cursor.value.withLock { $0.start(now: now, listening: listening) }
@@ -324,17 +304,7 @@ package struct PushQueue: Sendable {
                 broadcastLimit: Int64(traffic == .interactive ? 0 : limit),
                 instance: instance,
                 leaseSeconds: leaseSeconds
-            ),
-            onFirstRow: { [traffic, cursor, bulkCursor] row in
-                // The newest row claimed (migrations/027_claim_newest_first.sql): a claim starting now begins past it.
-                var columns = row.makeIterator()
-                if let id = try? columns.next()?.decode(Int64.self) {
-                    for _ in 0..<9 { _ = columns.next() }
-                    let bulk = traffic == .bulk || (traffic == .all && (try? columns.next()?.decode(Bool.self)) == true)
-                    (bulk ? bulkCursor : cursor).value.withLock { $0.passed(id) }
-                }
-                onLocked?()
-            }
+            )
         )
         var claimed: [QueuedNotification] = []
         claimed.reserveCapacity(limit)
@@ -380,13 +350,7 @@ package struct PushQueue: Sendable {
         if traffic != .interactive && others < limit && bulkCap > 0 {
             bulkCursor.value.withLock { $0.claimed(count: bulkCount, limit: min(bulkCap, limit - others), newest: newestBulk) }
         }
-        // Newest first from the function (migration 027): reversed, not sorted (a sort of 2,000 rows in reverse order
-        // cost the daemon a tenth of its CPU per row over HTTP/2); sorted when they come another way (before 027).
-        if zip(claimed, claimed.dropFirst()).allSatisfy({ $0.messageID > $1.messageID }) {
-            claimed.reverse()
-        } else {
-            claimed.sort { $0.messageID < $1.messageID }
-        }
+        claimed.sort { $0.messageID < $1.messageID }
         return claimed
     }
 

@@ -45,22 +45,6 @@ import Testing
         #expect(cursor.after == 500)
     }
 
-    /// A claim under way whose newest row is known: a claim starting meanwhile begins past it, but never past a rewind
-    /// that came after the first claim started, and never back.
-    @Test func aClaimUnderWayMovesTheCursorPastItsNewestRow() {
-        var cursor = ClaimCursor(rescan: .seconds(1))
-        _ = cursor.start(now: t0)
-        cursor.claimed(count: 100, limit: 100, newest: 100)
-        _ = cursor.start(now: t0 + .milliseconds(10))
-        cursor.passed(300)
-        #expect(cursor.start(now: t0 + .milliseconds(20)) == 300, "the second claim starts past the first's rows")
-        cursor.passed(200)
-        #expect(cursor.start(now: t0 + .milliseconds(30)) == 300, "never back")
-        cursor.rewind(below: 150)
-        cursor.passed(500)
-        #expect(cursor.start(now: t0 + .milliseconds(40)) == 149, "rows given back behind it are found first")
-    }
-
     @Test func rowsGivenBackRewindIt() {
         var cursor = ClaimCursor()
         _ = cursor.start(now: t0)

@@ -108,7 +108,6 @@ final class LinkSession: Sendable {
             batch += ready.prefix(more)
             ready.removeFirst(more)
             inFlight += batch.count
-            if batch.isEmpty && claiming > 0 { writerWaitedForClaim = true }
             return batch
         }
 
@@ -176,87 +175,10 @@ final class LinkSession: Sendable {
         /// Nothing in flight, nothing waiting.
         var isIdle: Bool { inFlight == 0 && retry.isEmpty && ready.isEmpty }
 
-        /// A claim this connection started, in the order started; its rows, once back, wait for every claim started
-        /// before it (the rows of one claim all come after those of the claims before it: see ``startClaim(batchSize:)``).
-        struct Claim: Equatable {
-            let sequence: Int
-            /// Its rows are locked and leased in the database: what it takes is decided.
-            var locked = false
-            /// Back (empty after an error), not yet ready to write.
-            var rows: [QueuedNotification]?
-        }
-        private(set) var claims: [Claim] = []
-        private var claimsStarted = 0
-        /// The last claim came back full: a backlog is draining (a second claim at once is for a backlog, not for
-        /// each chat message's few rows).
-        private(set) var backlog = false
-        /// Claims a connection keeps under way at once: a claim's time is mostly its commit (a WAL flush) and the
-        /// round trip, not its rows, so a second claim running while the first waits keeps the writer fed (a
-        /// binary drain in the field bench: one claim at a time left a third of the CPU idle).
-        static let claimsAhead = 2
-
-        /// The writer had room and nothing to write while a claim was under way: claims, not the far end, set the pace
-        /// (the binary interface). Cleared by a claim that comes back while rows are still ready (HTTP/2's window sets
-        /// the pace there, and a second claim would only cost CPU: 5% of a drain's rows per second in the bench).
-        private(set) var writerWaitedForClaim = false
-
-        /// Claims under way (not back yet).
-        var claiming: Int { claims.count { $0.rows == nil } }
-
-        /// Whether the connection wants more rows: fewer ready (or back and waiting for an earlier claim) than a
-        /// window's worth (at least half a batch, at most a batch: a wide window is not claimed ahead whole, the rows
-        /// would wait under lease that another daemon could send), counting a claim under way as a full batch. A
-        /// second claim starts only while a backlog drains through a window a whole batch wide or more with the writer
-        /// waiting for claims (``writerWaitedForClaim``), and once every claim under way has locked its rows: it then takes none of theirs, so the connection writes the rows of
-        /// both in queue order.
-        func wantsClaim(batchSize: Int) -> Bool {
-            let worth = min(max(limit, batchSize / 2), batchSize)
-            let underWay = claims.filter { $0.rows == nil }
-            guard open, underWay.count < Self.claimsAhead else { return false }
-            if !underWay.isEmpty, !(backlog && writerWaitedForClaim && worth >= batchSize && underWay.allSatisfy(\.locked)) {
-                return false
-            }
-            let back = claims.reduce(0) { $0 + ($1.rows?.count ?? 0) }
-            return ready.count + back + underWay.count * batchSize < (underWay.count + 1) * worth
-        }
-
-        /// Starts a claim if one is wanted (``wantsClaim(batchSize:)``): its sequence number, for
-        /// ``claimLocked(_:)``, then ``claimFinished(_:rows:full:)`` or ``claimFailed(_:)``.
-        mutating func startClaim(batchSize: Int) -> Int? {
-            guard wantsClaim(batchSize: batchSize) else { return nil }
-            claimsStarted += 1
-            claims.append(Claim(sequence: claimsStarted))
-            return claimsStarted
-        }
-
-        /// The claim's rows are locked in the database (its first row arrived).
-        mutating func claimLocked(_ sequence: Int) {
-            guard let index = claims.firstIndex(where: { $0.sequence == sequence }) else { return }
-            claims[index].locked = true
-        }
-
-        /// The claim came back with `rows` (`full`: as many as it asked for): they are ready once every claim started
-        /// before it is back.
-        mutating func claimFinished(_ sequence: Int, rows: [QueuedNotification], full: Bool) {
-            backlog = full
-            if !ready.isEmpty || !retry.isEmpty { writerWaitedForClaim = false }
-            finish(sequence, rows: rows)
-        }
-
-        /// The claim failed or found nothing.
-        mutating func claimFailed(_ sequence: Int) {
-            backlog = false
-            finish(sequence, rows: [])
-        }
-
-        private mutating func finish(_ sequence: Int, rows: [QueuedNotification]) {
-            guard let index = claims.firstIndex(where: { $0.sequence == sequence }) else { return }
-            claims[index].rows = rows
-            while let first = claims.first, let rows = first.rows {
-                claims.removeFirst()
-                if !rows.isEmpty { claimed(rows) }
-            }
-        }
+        /// Whether the claimer should claim more: fewer rows ready than a window's worth (at least half a batch, at
+        /// most a batch: a wide window is not claimed ahead whole, the rows would wait under lease that another
+        /// daemon could send).
+        func wantsClaim(batchSize: Int) -> Bool { open && ready.count < min(max(limit, batchSize / 2), batchSize) }
 
         /// What goes to the next connection, oldest first.
         var unsent: [QueuedNotification] { (retry + ready).sorted { $0.messageID < $1.messageID } }

@@ -143,9 +143,7 @@ struct SenderDriver<D: Destination>: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await link.run { event in read(event, session: session) } }
             group.addTask { await write(link, session: session, inFlight: inFlight) }
-            for index in 0..<LinkSession.State.claimsAhead {
-                group.addTask { await claim(session: session, logsErrors: index == 0) }
-            }
+            group.addTask { await claim(session: session) }
             await group.waitForAll()
         }
         connected.decrement()
@@ -209,21 +207,17 @@ struct SenderDriver<D: Destination>: Sendable {
     }
 
     /// Keeps rows claimed ahead of the free places (a window's worth, at most a batch), so sending never waits for
-    /// PostgreSQL: claims of `push_batch_size` rows run while earlier rows are on the wire, two at once while a
-    /// backlog drains (``LinkSession/State/startClaim(batchSize:)``; one task each, only the first logs a database
-    /// error). Claimed rows are held under lease by ``HeldRows`` from the moment PostgreSQL returns them.
-    private func claim(session: LinkSession, logsErrors: Bool) async {
+    /// PostgreSQL: claims of `push_batch_size` rows run while earlier rows are on the wire. Claimed rows are held
+    /// under lease by ``HeldRows`` from the moment PostgreSQL returns them.
+    private func claim(session: LinkSession) async {
         var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
         while !shutdown.isRequested {
             let wakeGeneration = session.wake.generation
             let closingGeneration = session.closing.generation
             let queueGeneration = signal.generation
-            let (open, started) = session.update(
-                { ($0.open, $0.startClaim(batchSize: settings.batchSize)) },
-                wakesIf: { _ in false }
-            )
+            let (open, wanted) = session.read { ($0.open, $0.wantsClaim(batchSize: settings.batchSize)) }
             guard open else { return }
-            guard let sequence = started else {
+            if !wanted {
                 await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
                 continue
             }
@@ -235,7 +229,6 @@ struct SenderDriver<D: Destination>: Sendable {
             let share = rate?.share(of: settings.batchSize) ?? 1
             let bulkLimit = rate?.take(upTo: settings.batchSize, atLeast: onlyBulk ? share : 1)
             if let rate, bulkLimit == 0, onlyBulk {
-                session.update { $0.claimFailed(sequence) }
                 await session.closing.wait(after: closingGeneration, timeout: rate.wait(for: share))
                 continue
             }
@@ -244,13 +237,11 @@ struct SenderDriver<D: Destination>: Sendable {
                     from: context.queue,
                     limit: settings.batchSize,
                     bulkLimit: bulkLimit,
-                    timer: metrics.claimDuration,
-                    onLocked: { session.update { $0.claimLocked(sequence) } }
+                    timer: metrics.claimDuration
                 )
                 if let rate, let bulkLimit { rate.giveBack(bulkLimit - claimed.count { $0.bulk }) }
                 databaseBackoff.reset()
                 if claimed.isEmpty {
-                    session.update({ $0.claimFailed(sequence) }, wakesIf: { _ in false })
                     // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
                     await QueueSignal.wait(
                         for: [(signal, queueGeneration), (session.closing, closingGeneration)],
@@ -258,11 +249,10 @@ struct SenderDriver<D: Destination>: Sendable {
                     )
                     continue
                 }
-                session.update { $0.claimFinished(sequence, rows: claimed, full: claimed.count >= settings.batchSize) }
+                session.update { $0.claimed(claimed) }
             } catch {
-                session.update { $0.claimFailed(sequence) }
                 if let rate, let bulkLimit { rate.giveBack(bulkLimit) }
-                if logsErrors, databaseBackoff.failures == 0 {
+                if databaseBackoff.failures == 0 {
                     logger.error("Cannot claim notifications: \(DatabaseError.describe(error)); retrying with backoff, connection kept")
                 }
                 await QueueSignal.wait(
