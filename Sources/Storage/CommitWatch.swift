@@ -10,10 +10,10 @@ package import PostgresNIO
 /// comes, so a handler in front of it in the connection's pipeline reads the message framing
 /// (``BackendMessageFraming``) and this watch keeps what it saw: whether a CommandComplete has been read with no
 /// ReadyForQuery after it, and whether an ErrorResponse came between them (the commit was refused: postgres-nio, which
-/// had already returned the statement, does not tell its caller). Installed on a connection before its first statement (``install(on:)``), it lets
-/// ``PostgresConnection/confirmCommitted(logger:prepared:)`` answer at once when the ReadyForQuery came in the same
-/// read as the statement's end (nearly always), or wait for it; a round trip of its own is left for a connection whose
-/// framing was lost.
+/// had already returned the statement, does not tell its caller). Installed on a connection before its first statement
+/// (``install(on:)``), it lets ``PostgresConnection/confirmCommitted(logger:prepared:)`` answer at once when the
+/// ReadyForQuery came in the same read as the statement's end (nearly always), or wait for it; a round trip of its own
+/// is left for a connection whose framing was lost.
 package final class CommitWatch: Sendable {
     /// What a statement just finished on the connection can be told about its commit.
     package enum Confirmation: Equatable, Sendable {

@@ -1,5 +1,5 @@
 /// Where one request is with its pooled connection (``DatabaseClient/withConnection(_:)``), and what each event asks
-/// to be done: the events come from four places at once (the pool handing over a connection, the lease timer, the
+/// to be done: the events come from five places at once (the pool handing over a connection, the lease timer, the
 /// statement timer, the database going down, the caller cancelling), so the state is one value behind one lock whose
 /// transitions return actions, carried out by the caller outside the lock.
 ///
