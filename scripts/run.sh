@@ -21,6 +21,8 @@ stopping=false
 stop_all() {
     $stopping && return
     stopping=true
+    # A second Ctrl-C or TERM while stopping must not cut this short: PostgreSQL would be left running.
+    trap '' INT TERM
     echo
     echo "==> stopping"
     for pid in "${children[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
