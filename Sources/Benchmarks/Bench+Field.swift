@@ -30,7 +30,7 @@ extension Bench {
                     _ = try await connection.query("SELECT count(*) FROM active_users", logger: logger).collect()
                     openedContinuation.yield(.success(()))
                     for await _ in done { break }
-                    try? await connection.query("ROLLBACK", logger: logger)
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
                 }
             } catch {
                 openedContinuation.yield(.failure(error))

@@ -47,41 +47,26 @@ struct AppSenders: Sendable {
                     for (name, app) in wanted.sorted(by: { $0.key < $1.key }) where running[name] == nil {
                         guard let settings = app.settings else { continue }
                         do {
-                            let apns = try configuration.apns.forApp(settings)
-                            let transport = try load(apns)
-                            let fcm = try settings.fcmServiceAccountFile.map {
-                                try FCMTransport.load(serviceAccountFile: $0, configuration: configuration)
-                            }
+                            let appConfiguration = try forApp(settings)
+                            let sources = try DestinationRegistry.load(appConfiguration)
                             if refused.removeValue(forKey: name) != nil { logger.notice("App \(name): its settings can be used again") }
                             context.status.appUsable(name)
                             context.metrics.appUsable(name, true)
-                            if let expiry = try? apns.certificateExpiry() {
+                            if let expiry = try? appConfiguration.apns.certificateExpiry() {
                                 context.metrics.certificateExpires(expiry, app: name)
                             }
                             let shutdown = ShutdownFlag(signal: context.signal)
                             running[name] = Running(updatedAt: app.updatedAt, shutdown: shutdown)
                             var appLogger = logger
                             appLogger[metadataKey: "push.app"] = "\(name)"
-                            let android = fcm.map { ", \($0.description)" } ?? ""
                             appLogger.info(
-                                "App \(name): \(settings.bundleID) in \(settings.environment.rawValue), \(transport.description)\(android)"
+                                "App \(name): \(settings.bundleID) in \(settings.environment.rawValue), \(DestinationRegistry.describe(sources))"
                             )
-                            let worker = PushService.worker(
-                                transport,
-                                context: context.forApp(name, shutdown: shutdown),
-                                logger: appLogger,
-                                onDemand: true
-                            )
-                            senders.addTask { await worker() }
-                            if let fcm {
-                                var fcmLogger = appLogger
-                                fcmLogger[metadataKey: "push.platform"] = "fcm"
-                                let sender = PushService.fcmWorker(
-                                    fcm,
-                                    context: context.forApp(name, platform: .fcm, shutdown: shutdown),
-                                    logger: fcmLogger
-                                )
-                                senders.addTask { await sender() }
+                            for source in sources {
+                                let context = context.forApp(name, platform: source.platform, shutdown: shutdown)
+                                senders.addTask { [appLogger] in
+                                    await SenderLanes.run(source, lane: .app, context: context, logger: appLogger)
+                                }
                             }
                         } catch {
                             let reason = String(describing: error)
@@ -108,10 +93,12 @@ struct AppSenders: Sendable {
         }
     }
 
-    /// The app's transport: the configuration with its APNs settings replaced by the app's (`APNsSettings.forApp`).
-    func load(_ apns: APNsSettings) throws -> PushTransport {
+    /// The configuration an app's senders load from: its APNs settings in place of the default app's
+    /// (`APNsSettings.forApp`), and its own FCM service account or none (never the default app's).
+    func forApp(_ settings: App.Settings) throws -> Configuration {
         var appConfiguration = configuration
-        appConfiguration.apns = apns
-        return try PushTransport.load(appConfiguration)
+        appConfiguration.apns = try configuration.apns.forApp(settings)
+        appConfiguration.fcm.serviceAccountFile = settings.fcmServiceAccountFile
+        return appConfiguration
     }
 }

@@ -9,7 +9,7 @@ package import Observability
 import PostgresNIO
 package import ServiceLifecycle
 package import Settings
-package import Storage
+import Storage
 import Support
 
 /// The push daemon: drains `push_queue` over kept-open gateway connections (the tutorial's `push.php`).
@@ -19,14 +19,13 @@ import Support
 /// to the queue. At graceful shutdown it stops claiming, lets the gateway object to what was written, records every
 /// result and gives unsent rows back.
 ///
-/// It uses a PostgreSQL pool it does not run: ``services(configuration:transport:logger:instance:metrics:onStatusServerRunning:)``
+/// It uses a PostgreSQL pool it does not run: ``services(configuration:logger:instance:metrics:onStatusServerRunning:)``
 /// gives the pool and the service to one `ServiceGroup`, which shuts the service down first and the pool after it,
 /// once every result is recorded.
 package final class PushService: Service, Sendable {
     let configuration: Configuration
-    let transport: PushTransport
-    /// The default app's Android sender, when `fcm_service_account_file` is set.
-    let fcm: FCMTransport?
+    /// The default app's senders, one per platform the configuration sets up (``DestinationRegistry``).
+    let destinations: [any DestinationSource]
     let database: DatabaseClient
     let logger: Logger
     let instance: String
@@ -35,10 +34,9 @@ package final class PushService: Service, Sendable {
     let onStatusServerRunning: @Sendable (Int) async -> Void
 
     /// - Parameter instance: the name stored in `claimed_by`; default `host:pid`.
-    package init(
+    init(
         configuration: Configuration,
-        transport: PushTransport,
-        fcm: FCMTransport? = nil,
+        destinations: [any DestinationSource],
         database: DatabaseClient,
         logger: Logger,
         instance: String? = nil,
@@ -46,8 +44,7 @@ package final class PushService: Service, Sendable {
         onStatusServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
     ) {
         self.configuration = configuration
-        self.transport = transport
-        self.fcm = fcm
+        self.destinations = destinations
         self.database = database
         self.logger = logger
         self.instance = instance ?? "\(ProcessInfo.processInfo.hostName):\(getpid())"
@@ -57,21 +54,20 @@ package final class PushService: Service, Sendable {
     }
 
     /// The daemon as a `ServiceGroup` runs it: its PostgreSQL pool, then the service (shut down in reverse order, so
-    /// the pool outlives the drain).
+    /// the pool outlives the drain). Loads the default app's senders first: a file that cannot be used throws here,
+    /// before anything runs (exit 78).
     package static func services(
         configuration: Configuration,
-        transport: PushTransport,
-        fcm: FCMTransport? = nil,
         logger: Logger,
         instance: String? = nil,
         metrics: MetricsRegistry = MetricsRegistry(),
         onStatusServerRunning: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
-    ) -> [any Service] {
+    ) throws -> [any Service] {
+        let destinations = try DestinationRegistry.load(configuration)
         let database = DatabaseClient(url: configuration.databaseURL, applicationName: "pushchat-push", logger: logger)
         let service = PushService(
             configuration: configuration,
-            transport: transport,
-            fcm: fcm,
+            destinations: destinations,
             database: database,
             logger: logger,
             instance: instance,
@@ -83,7 +79,7 @@ package final class PushService: Service, Sendable {
 
     package func run() async throws {
         logger.info(
-            "Push daemon started (\(configuration.mode.rawValue) mode, \(transport.description))",
+            "Push daemon started (\(configuration.mode.rawValue) mode, \(DestinationRegistry.describe(destinations)))",
             metadata: ["push.instance": "\(instance)"]
         )
         if let expiry = try? configuration.apns.certificateExpiry() {
@@ -165,95 +161,20 @@ package final class PushService: Service, Sendable {
         )
     }
 
-    /// One worker per `apns_connections`, each on its own connection, until graceful shutdown: over HTTP/2 the first is
-    /// always connected and the others only while the open ones are saturated.
+    /// The default app's lanes on every platform (``DestinationSource/defaultAppLanes``, `push_connections` each), and
+    /// the other apps' senders, until graceful shutdown.
     func runWorkers(_ context: WorkerContext) async {
-        let connections = configuration.push.connections
-        // HTTP/2: connection 1 always, the others on demand (see ConnectionDemand); binary: all of them, always.
-        let demand = connections > 1 ? ConnectionDemand() : nil
         await withTaskGroup(of: Void.self) { workers in
-            // Chat and single notifications on connections of their own (their latency is their own rows in flight),
-            // a broadcast's rows on others opened while they wait: a million rows draining never sit before a chat
-            // message in a connection's window.
-            let interactive = context.forTraffic(.interactive)
-            for index in 1...max(1, connections) {
-                var logger = self.logger
-                if connections > 1 { logger[metadataKey: "push.connection"] = "\(index)" }
-                let worker = Self.worker(transport, context: interactive, index: index, logger: logger, demand: demand)
-                workers.addTask { await worker() }
-            }
-            let bulk = context.forTraffic(.bulk)
-            let bulkDemand = connections > 1 ? ConnectionDemand() : nil
-            for index in 1...max(1, connections) {
-                var logger = self.logger
-                logger[metadataKey: "push.connection"] = "bulk-\(index)"
-                let worker = Self.worker(transport, context: bulk, index: index, logger: logger, demand: bulkDemand, onDemand: index == 1)
-                workers.addTask { await worker() }
-            }
-            // The default app's Android sender, on its own connection while it has rows.
-            if let fcm {
-                var logger = self.logger
-                logger[metadataKey: "push.platform"] = "fcm"
-                let context = context.forApp(App.defaultName, platform: .fcm, shutdown: context.shutdown)
-                let sender = Self.fcmWorker(fcm, context: context, connections: configuration.push.connections, logger: logger)
-                workers.addTask { await sender() }
+            for source in destinations {
+                let context = context.forApp(App.defaultName, platform: source.platform, shutdown: context.shutdown)
+                for lane in source.defaultAppLanes {
+                    let lane = lane.with(connections: configuration.push.connections)
+                    workers.addTask { await SenderLanes.run(source, lane: lane, context: context, logger: self.logger) }
+                }
             }
             // The other apps' senders, each on its own connection while it has rows.
             let apps = AppSenders(configuration: configuration, context: context, catalog: AppCatalog(database: database, logger: logger))
             workers.addTask { await apps.run() }
-        }
-    }
-
-    /// One connection's sender over `transport`: HTTP/2 connections beyond the first open on `demand`; with
-    /// `onDemand`, the connection opens only while the queue has rows.
-    static func worker(
-        _ transport: PushTransport,
-        context: WorkerContext,
-        index: Int = 1,
-        logger: Logger,
-        demand: ConnectionDemand? = nil,
-        onDemand: Bool = false
-    ) -> @Sendable () async -> Void {
-        switch transport {
-        case .binary(let connector, let encoder):
-            let destination = BinaryDestination(connector: connector, encoder: encoder, settings: context.settings)
-            var driver = SenderDriver(context: context, destination: destination, index: index, logger: logger)
-            driver.onDemand = onDemand
-            return { [driver] in await driver.run() }
-        case .http2(let connector, let topic, let tokens):
-            let destination = HTTP2Destination(connector: connector, topic: topic, tokens: tokens, settings: context.settings)
-            var driver = SenderDriver(context: context, destination: destination, index: index, logger: logger, demand: demand)
-            driver.onDemand = onDemand
-            return { [driver] in await driver.run() }
-        }
-    }
-
-    /// One FCM sender: its first connection opens while its queue has rows, up to `connections` more while the open
-    /// ones are saturated (as over APNs' HTTP/2); every connection uses the one access token, fetched with a client of
-    /// the sender's own, shut down when the sender stops.
-    static func fcmWorker(
-        _ fcm: FCMTransport,
-        context: WorkerContext,
-        connections: Int = 1,
-        logger: Logger
-    ) -> @Sendable () async -> Void {
-        {
-            let client = fcm.makeTokenClient()
-            let failures = context.metrics.fcmTokenFailures(app: context.queue.app)
-            failures.increment(by: 0)  // the series exists at 0 before a failure: increase() sees the first one
-            let tokens = AccessTokens(account: fcm.account, client: client, logger: logger) { failures.increment() }
-            let destination = FCMDestination(connector: fcm.connector, account: fcm.account, tokens: tokens, settings: context.settings)
-            let demand = connections > 1 ? ConnectionDemand() : nil
-            await withTaskGroup(of: Void.self) { group in
-                for index in 1...max(1, connections) {
-                    var logger = logger
-                    if connections > 1 { logger[metadataKey: "push.connection"] = "fcm-\(index)" }
-                    var driver = SenderDriver(context: context, destination: destination, index: index, logger: logger, demand: demand)
-                    driver.onDemand = true
-                    group.addTask { await driver.run() }
-                }
-            }
-            try? await client.shutdown()
         }
     }
 

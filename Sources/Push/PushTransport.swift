@@ -47,3 +47,21 @@ package enum PushTransport: Sendable {
         }
     }
 }
+
+/// APNs in the registry: the binary interface or HTTP/2, as `apns_transport` says.
+extension PushTransport: DestinationSource {
+    var platform: Platform { .apns }
+
+    /// Chat and single notifications on connections of their own (the first always open: the guide's "Connection OK"
+    /// at start), a broadcast's rows on others.
+    var defaultAppLanes: [SenderLane] { [.interactive, .bulk] }
+
+    func withDestination(context: WorkerContext, logger: Logger, _ body: (any Destination) async -> Void) async {
+        switch self {
+        case .binary(let connector, let encoder):
+            await body(BinaryDestination(connector: connector, encoder: encoder, settings: context.settings))
+        case .http2(let connector, let topic, let tokens):
+            await body(HTTP2Destination(connector: connector, topic: topic, tokens: tokens, settings: context.settings))
+        }
+    }
+}

@@ -20,9 +20,7 @@ struct PushCommand: AsyncParsableCommand {
         try await ProcessFailure.report(program: "pushchat-push") {
             let (configuration, logger) = try options.start(process: "push", label: "pushchat-push")
             try await SchemaFitCheck.require(configuration, program: "pushchat-push", logger: logger)
-            let transport = try PushTransport.load(configuration)
-            let fcm = try FCMTransport.load(configuration)
-            let services = PushService.services(configuration: configuration, transport: transport, fcm: fcm, logger: logger)
+            let services = try PushService.services(configuration: configuration, logger: logger)
             var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             // Whatever the database does, the daemon is gone well within systemd's TimeoutStopSec: what it could not
             // record returns to the queue when its leases run out.

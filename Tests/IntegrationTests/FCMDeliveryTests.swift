@@ -60,10 +60,8 @@ import _CryptoExtras
         metrics: MetricsRegistry = MetricsRegistry(),
         _ body: @Sendable () async throws -> Void
     ) async throws {
-        let services = PushService.services(
+        let services = try PushService.services(
             configuration: configuration,
-            transport: try PushTransport.load(configuration),
-            fcm: try FCMTransport.load(configuration),
             logger: TestDatabase.logger,
             instance: "test-fcm-daemon",
             metrics: metrics
@@ -288,6 +286,44 @@ import _CryptoExtras
                 "no default account: waits"
             )
             #expect(harness.simulator.state.accepted.map(\.token) == [Self.token(2)])
+        }
+    }
+
+    /// An app without a service account of its own never sends its Android rows with the default app's: they wait,
+    /// while the default app's are sent (each app's senders come from its own configuration).
+    @Test func anAppWithoutAServiceAccountNeverUsesTheDefaultOne() async throws {
+        try await Self.run { harness, configuration in
+            let settings = App.Settings(
+                bundleID: "com.example.Gamma",
+                environment: .sandbox,
+                transport: .http2,
+                credentials: .token(keyFile: TestCertificates.path("AuthKey_BETAKEY001.p8"), keyID: "BETAKEY001", teamID: "DEVTEAM001")
+            )
+            let added = try await TestDatabase.withConnection(harness.url) { connection in
+                try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: "gamma", settings: settings)
+            }
+            #expect(added)
+            try await Self.queue(harness, fcm: [1, 2])
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    "UPDATE push_queue SET app = 'gamma' WHERE device_token = \(Self.token(2))",
+                    logger: TestDatabase.logger
+                )
+            }
+            var apnsOverHTTP2 = configuration
+            apnsOverHTTP2.apns.host = Endpoint(host: "127.0.0.1", port: harness.ports.http2)
+            try await Self.withDaemon(harness, apnsOverHTTP2) {
+                try await harness.waitUntil("the default app's Android row is sent") {
+                    try await harness.count("app = 'default' AND time_sent IS NOT NULL") == 1
+                }
+                // Past the daemon's first read of the apps (at start) and a connection's worth of time.
+                try await Task.sleep(for: .seconds(1))
+            }
+            #expect(
+                try await harness.count("app = 'gamma' AND time_sent IS NULL AND time_failed IS NULL") == 1,
+                "gamma has no service account: its row waits"
+            )
+            #expect(harness.simulator.state.accepted.map(\.token) == [Self.token(1)])
         }
     }
 

@@ -16,6 +16,7 @@ struct BinaryDestination: Destination {
 
     var endpoint: String { "\(connector.endpoint)" }
     var interface: String { "" }
+    var opensConnectionsOnDemand: Bool { false }
 
     func withLink<Result: Sendable>(_ body: (BinaryLink) async -> Result) async throws -> Result {
         let (channel, alarm) = try await connector.connect()

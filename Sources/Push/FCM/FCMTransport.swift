@@ -1,11 +1,13 @@
 import APNsTransport
 import AsyncHTTPClient
+import CoreMetrics
 package import FCM
 import Logging
 package import NIOCore
 import NIOPosix
 import NIOSSL
 package import Settings
+import Storage
 
 /// What the daemon needs to send an app's Android notifications, loaded and checked once: the service account (a bad
 /// file stops the process at start, exit 78, with one line naming `fcm_service_account_file`), and TLS to FCM and the
@@ -55,5 +57,23 @@ package struct FCMTransport: Sendable {
         // The assertion goes to the service account's token URI and nowhere else.
         configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+    }
+}
+
+/// FCM in the registry, for an app whose configuration names a service account.
+extension FCMTransport: DestinationSource {
+    var platform: Platform { .fcm }
+
+    /// All the rows on connections opened while there are rows.
+    var defaultAppLanes: [SenderLane] { [.shared] }
+
+    /// Every connection of the lane uses one access token, fetched with a client of the lane's own, shut down after.
+    func withDestination(context: WorkerContext, logger: Logger, _ body: (any Destination) async -> Void) async {
+        let client = makeTokenClient()
+        let failures = context.metrics.fcmTokenFailures(app: context.queue.app)
+        failures.increment(by: 0)  // the series exists at 0 before a failure: increase() sees the first one
+        let tokens = AccessTokens(account: account, client: client, logger: logger) { failures.increment() }
+        await body(FCMDestination(connector: connector, account: account, tokens: tokens, settings: context.settings))
+        try? await client.shutdown()
     }
 }

@@ -30,6 +30,14 @@ protocol Destination: Sendable {
     /// The row as a request, or why it cannot go (for good, or not now). Called for every row, just before it is
     /// written; expired rows never get here.
     func encode(_ row: QueuedNotification, now: Date) -> Encoding<Request>
+
+    /// Whether a lane's connections beyond the first open only while the open ones are saturated (false: all of them
+    /// from the start, as over the binary interface, whose rate per connection is its window over `push_settle`).
+    var opensConnectionsOnDemand: Bool { get }
+}
+
+extension Destination {
+    var opensConnectionsOnDemand: Bool { true }
 }
 
 /// What ``Destination/encode(_:now:)`` made of a row.

@@ -94,9 +94,8 @@ struct PushHarness: Sendable {
         _ body: @Sendable () async throws -> T
     ) async throws -> T {
         let (configuration, _) = setup
-        let services = PushService.services(
+        let services = try PushService.services(
             configuration: configuration,
-            transport: try PushTransport.load(configuration),
             logger: TestDatabase.logger,
             instance: "test-http2-daemon"
         )
@@ -139,9 +138,8 @@ struct PushHarness: Sendable {
     ) async throws -> T {
         var services: [any Service] = []
         for (index, configuration) in configurations.enumerated() {
-            services += PushService.services(
+            services += try PushService.services(
                 configuration: configuration,
-                transport: try PushTransport.load(configuration),
                 logger: TestDatabase.logger,
                 instance: "test-daemon-\(index + 1)"
             )
@@ -156,9 +154,8 @@ struct PushHarness: Sendable {
     ) async throws -> T {
         let configuration = configuration ?? self.configuration()
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let services = PushService.services(
+        let services = try PushService.services(
             configuration: configuration,
-            transport: try PushTransport.load(configuration),
             logger: TestDatabase.logger,
             instance: "test-daemon-status",
             onStatusServerRunning: { port in continuation.yield(port) }
