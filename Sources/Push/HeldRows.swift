@@ -11,7 +11,7 @@ final class HeldRows: Sendable {
     private let ids = NIOLockedValueBox(Set<Int64>())
 
     /// Claims up to `limit` rows and holds them; `timer` records how long the claim took.
-    func claim(from queue: PushQueue, limit: Int, bulkLimit: Int? = nil, timer: Metrics.Timer) async throws -> [QueuedNotification] {
+    func claim(from queue: any RowSource, limit: Int, bulkLimit: Int? = nil, timer: Metrics.Timer) async throws -> [QueuedNotification] {
         let start = ContinuousClock.now
         let rows = try await queue.claim(limit: limit, bulkLimit: bulkLimit)
         timer.record(duration: start.duration(to: .now))

@@ -105,20 +105,20 @@ package final class PushService: Service, Sendable {
             logger.info("Push daemon stopped before the database answered")
             return
         }
-        let context = makeContext(status: status)
+        let (context, queue) = makeContext(status: status)
         // Before the first claim, so that rows move from the start (the lease keeper asks again as it runs).
-        if (try? await context.queue.refreshHistoryMode()) == true { logger.info("Rows sent or failed for good move to push_history") }
+        if (try? await queue.refreshHistoryMode()) == true { logger.info("Rows sent or failed for good move to push_history") }
         let listener = QueueListener.choose(
             configuration: configuration,
             session: database.session,
             signal: context.signal,
-            cursors: context.queue.cursors,
+            cursors: queue.cursors,
             logger: logger
         )
         await withTaskGroup(of: Void.self) { background in
             background.addTask { await listener?.run() }
-            background.addTask { await Self.maintainLeases(context) }
-            background.addTask { await Self.sampleQueue(context) }
+            background.addTask { await Self.maintainLeases(context, queue: queue) }
+            background.addTask { await Self.sampleQueue(context, queue: queue) }
             let broadcasts = BroadcastExpansion(broadcasts: BroadcastQueue(database: database, logger: logger), context: context)
             background.addTask { await broadcasts.run() }
             await withTaskGroup(of: Void.self) { recording in
@@ -132,12 +132,13 @@ package final class PushService: Service, Sendable {
             }
             // Every worker has settled its connection: record what is left, then stop the rest.
             await context.outcomes.drain(timeout: .seconds(10))
-            await Self.releaseStranded(context)
+            await Self.releaseStranded(context, queue: queue)
             background.cancelAll()
         }
     }
 
-    func makeContext(status: PushStatus) -> WorkerContext {
+    /// The drivers' context, and the queue the service's own tasks use (leases, sampling, stranded rows).
+    func makeContext(status: PushStatus) -> (WorkerContext, PushQueue) {
         var queue = PushQueue(database: database, instance: instance, lease: configuration.push.lease, logger: logger)
         queue.retryLimit = PushQueue.RetryLimit(attempts: configuration.push.maxAttempts, age: configuration.push.maxAge)
         let signal = QueueSignal()
@@ -146,10 +147,10 @@ package final class PushService: Service, Sendable {
         if rate > 0 {
             logger.info("Broadcast rows go out at \(rate)/s at most (push_broadcast_rate); other notifications are not held back")
         }
-        return WorkerContext(
+        let context = WorkerContext(
             settings: configuration.push,
             pollInterval: configuration.pollInterval,
-            queue: queue,
+            rows: queue,
             outcomes: Outcomes(recorder: queue, held: held, metrics: metrics, logger: logger),
             held: held,
             signal: signal,
@@ -159,6 +160,7 @@ package final class PushService: Service, Sendable {
             logger: logger,
             broadcastRate: rate > 0 ? BroadcastRate(perSecond: rate) : nil
         )
+        return (context, queue)
     }
 
     /// The default app's lanes on every platform (``DestinationSource/defaultAppLanes``, `push_connections` each), and
@@ -200,10 +202,10 @@ package final class PushService: Service, Sendable {
     /// Samples the queue's depth and the age of its oldest row for the metrics: every second, or less often when
     /// counting is slow (it visits every pending index entry, and an open snapshot keeps dead ones there), so the
     /// sampling never takes more than a twentieth of a database connection's time.
-    static func sampleQueue(_ context: WorkerContext) async {
+    static func sampleQueue(_ context: WorkerContext, queue: PushQueue) async {
         while !Task.isCancelled {
             let start = ContinuousClock.now
-            if let sample = try? await context.queue.sample() {
+            if let sample = try? await queue.sample() {
                 context.metrics.queueDepth.set(sample.count)
                 context.metrics.oldestPendingAge.set(sample.oldestAge)
                 context.metrics.pending(byLane: sample.lanes)
@@ -214,12 +216,12 @@ package final class PushService: Service, Sendable {
 
     /// Rows still held once every worker stopped and every result was recorded were claimed and never settled (a
     /// worker lost them): they go back to the queue now rather than when their lease runs out.
-    static func releaseStranded(_ context: WorkerContext) async {
+    static func releaseStranded(_ context: WorkerContext, queue: PushQueue) async {
         let stranded = context.held.snapshot
         guard !stranded.isEmpty else { return }
         context.logger.error("\(stranded.count) claimed notifications were neither sent nor given back; returning them to the queue")
         do {
-            try await context.queue.release(stranded)
+            try await queue.release(stranded)
             context.held.remove(stranded)
         } catch {
             context.logger.error("Cannot return them (\(DatabaseError.describe(error))): their leases will")
@@ -228,18 +230,18 @@ package final class PushService: Service, Sendable {
 
     /// Renews the leases of rows in flight and returns expired claims (of daemons that died) to the queue; asks whether
     /// rows move to `push_history` yet (after `migrate --contract`, which may run while the daemon does).
-    static func maintainLeases(_ context: WorkerContext) async {
+    static func maintainLeases(_ context: WorkerContext, queue: PushQueue) async {
         while !Task.isCancelled {
             do {
-                let moving = context.queue.history.moving
-                if try await context.queue.refreshHistoryMode(), !moving {
+                let moving = queue.history.moving
+                if try await queue.refreshHistoryMode(), !moving {
                     context.logger.info("Rows sent or failed for good move to push_history")
                 }
                 // Our own leases first: after an outage longer than the lease they have run out too, and the rows
                 // they hold were written (a second claim would send them twice).
                 let held = context.held.snapshot
-                try await context.queue.renew(held)
-                let returned = try await context.queue.reclaimExpired(keeping: held)
+                try await queue.renew(held)
+                let returned = try await queue.reclaimExpired(keeping: held)
                 if returned > 0 {
                     context.logger.info("Returned \(returned) notifications whose lease ran out (their daemon stopped) to the queue")
                     context.signal.signal()

@@ -70,7 +70,7 @@ extension FCMTransport: DestinationSource {
     /// Every connection of the lane uses one access token, fetched with a client of the lane's own, shut down after.
     func withDestination(context: WorkerContext, logger: Logger, _ body: (any Destination) async -> Void) async {
         let client = makeTokenClient()
-        let failures = context.metrics.fcmTokenFailures(app: context.queue.app)
+        let failures = context.metrics.fcmTokenFailures(app: context.rows.app)
         failures.increment(by: 0)  // the series exists at 0 before a failure: increase() sees the first one
         let tokens = AccessTokens(account: account, client: client, logger: logger) { failures.increment() }
         await body(FCMDestination(connector: connector, account: account, tokens: tokens, settings: context.settings))

@@ -140,7 +140,7 @@ extension SenderDriver {
                 let report = PushQueue.InvalidToken(token: row.deviceToken, reportedAt: since, source: source, app: row.app)
                 outcomes.failed(row, status: status, reason: reason, kind: reason, unregistered: report)
             case .credentialsRefused(let status, let reason, let message):
-                metrics.credentialsRefused(app: context.queue.app, platform: context.queue.platform.rawValue)
+                metrics.credentialsRefused(app: context.rows.app, platform: context.rows.platform.rawValue)
                 if session.update({ $0.credentialsRefused() }) {
                     logger.critical("\(message); notifications stay queued", metadata: metadata)
                 }

@@ -46,11 +46,11 @@ struct SenderDriver<D: Destination>: Sendable {
         var carry: [QueuedNotification] = []
         var limit = Int.max
         var attempts = 0
-        let inFlight = metrics.inFlight(connection: context.queue.traffic == .bulk ? "bulk-\(index)" : "\(index)")
+        let inFlight = metrics.inFlight(connection: context.rows.traffic == .bulk ? "bulk-\(index)" : "\(index)")
         // The series exist at 0 before the first connection: an alert sees a sender that never connected, and
         // increase() sees the first refusal.
-        metrics.gatewayConnected(app: context.queue.app, platform: context.queue.platform.rawValue).increment(by: 0)
-        metrics.credentialsRefused(app: context.queue.app, platform: context.queue.platform.rawValue, count: 0)
+        metrics.gatewayConnected(app: context.rows.app, platform: context.rows.platform.rawValue).increment(by: 0)
+        metrics.credentialsRefused(app: context.rows.app, platform: context.rows.platform.rawValue, count: 0)
         while !shutdown.isRequested {
             if let demand, isElastic, carry.isEmpty {
                 // Dormant until every open connection is saturated while rows wait.
@@ -107,7 +107,7 @@ struct SenderDriver<D: Destination>: Sendable {
         while !shutdown.isRequested {
             let generation = signal.generation
             let looked = ContinuousClock.now
-            if (try? await context.queue.hasUnclaimed()) == true { return true }
+            if (try? await context.rows.hasUnclaimed()) == true { return true }
             await signal.wait(after: generation, timeout: context.pollInterval, spacedFrom: looked, by: QueueSignal.idleLookSpacing)
         }
         return false
@@ -136,7 +136,7 @@ struct SenderDriver<D: Destination>: Sendable {
         logger.info("Connection OK\(destination.interface)")
         demand?.opened(index)
         status.connectionOpened()
-        let connected = metrics.gatewayConnected(app: context.queue.app, platform: context.queue.platform.rawValue)
+        let connected = metrics.gatewayConnected(app: context.rows.app, platform: context.rows.platform.rawValue)
         connected.increment()
         // The reader runs until the link's events end (every request is accounted for by then); the writer until the
         // session closes, then it waits for the answers in flight and closes the connection.
@@ -224,8 +224,8 @@ struct SenderDriver<D: Destination>: Sendable {
             // push_broadcast_rate: this claim's share of broadcast rows. A connection for broadcast rows only waits
             // for a whole share (a tenth of a second's worth, one statement); one that claims both takes what there is
             // and claims the other rows meanwhile.
-            let rate = context.queue.traffic == .interactive ? nil : context.broadcastRate
-            let onlyBulk = context.queue.traffic == .bulk
+            let rate = context.rows.traffic == .interactive ? nil : context.broadcastRate
+            let onlyBulk = context.rows.traffic == .bulk
             let share = rate?.share(of: settings.batchSize) ?? 1
             let bulkLimit = rate?.take(upTo: settings.batchSize, atLeast: onlyBulk ? share : 1)
             if let rate, bulkLimit == 0, onlyBulk {
@@ -234,7 +234,7 @@ struct SenderDriver<D: Destination>: Sendable {
             }
             do {
                 let claimed = try await context.held.claim(
-                    from: context.queue,
+                    from: context.rows,
                     limit: settings.batchSize,
                     bulkLimit: bulkLimit,
                     timer: metrics.claimDuration

@@ -8,7 +8,8 @@ import Storage
 struct WorkerContext: Sendable {
     let settings: PushSettings
     let pollInterval: Duration
-    let queue: PushQueue
+    /// The rows this context's drivers claim (``PushQueue`` in the daemon).
+    let rows: any RowSource
     let outcomes: Outcomes
     let held: HeldRows
     let signal: QueueSignal
@@ -22,19 +23,19 @@ struct WorkerContext: Sendable {
     /// The same context for one app's sender: its queue (its rows, its claim cursor) and its own stop, which the
     /// service also raises at graceful shutdown.
     func forApp(_ app: String, platform: Platform = .apns, shutdown: ShutdownFlag) -> WorkerContext {
-        with(queue: queue.forApp(app, platform: platform), shutdown: shutdown)
+        with(rows: rows.forApp(app, platform: platform), shutdown: shutdown)
     }
 
     /// The same context for one kind of its lane's rows (``PushQueue/Traffic``), with claim cursors of its own.
     func forTraffic(_ traffic: PushQueue.Traffic) -> WorkerContext {
-        with(queue: queue.forTraffic(traffic), shutdown: shutdown)
+        with(rows: rows.forTraffic(traffic), shutdown: shutdown)
     }
 
-    private func with(queue: PushQueue, shutdown: ShutdownFlag) -> WorkerContext {
+    private func with(rows: any RowSource, shutdown: ShutdownFlag) -> WorkerContext {
         WorkerContext(
             settings: settings,
             pollInterval: pollInterval,
-            queue: queue,
+            rows: rows,
             outcomes: outcomes,
             held: held,
             signal: signal,
