@@ -40,6 +40,7 @@ package enum APIApplication {
         )
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: AccessLogMiddleware())
+        router.add(middleware: ClientAddressMiddleware(resolver: resolver))
         let apiMetrics = APIMetrics(registry: metrics)
         apiMetrics.watchDatabase(database.health)
         let controller = APIController(
@@ -62,7 +63,6 @@ package enum APIApplication {
             limits: configuration.limits,
             perIP: perIP,
             failedAuth: RateLimiter(rate: configuration.limits.ratePerIP / 4, burst: configuration.limits.burstPerIP / 4),
-            addressKey: { [controller] request, context in controller.addressKey(request, context) },
             metrics: apiMetrics,
             logger: logger
         ).addRoutes(to: router)

@@ -12,7 +12,6 @@ import Support
 /// `POST /api.php` (and `/api`): the PushChat app's commands.
 struct APIController: Sendable {
     static let errorHeader = HTTPField.Name("X-Error-Description")!
-    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
 
     let store: ChatStore
     let mode: Mode
@@ -28,17 +27,17 @@ struct APIController: Sendable {
     let logger: Logger
 
     func addRoutes(to router: Router<APIRequestContext>) {
-        router.post("/api.php") { request, context in try await handle(request, context: context) }
-        router.post("/api") { request, context in try await handle(request, context: context) }
-        // Cheap as they are, they pass the per-address limiter like every route: a flood of them is still a flood.
-        router.get("/healthz") { request, context in
-            if let wait = perIP.take(addressKey(request, context)) { return Self.tooManyRequests(wait) }
-            return Response.text(.ok, "ok")
-        }
-        router.get("/readyz") { request, context in
-            if let wait = perIP.take(addressKey(request, context)) { return Self.tooManyRequests(wait) }
-            return await readiness()
-        }
+        // Cheap as they are, the probes pass the per-address limiter like every route: a flood of them is still a flood.
+        let probes = router.group().add(middleware: AddressLimitMiddleware(limiter: perIP))
+        probes.get("/healthz") { _, _ in Response.text(.ok, "ok") }
+        probes.get("/readyz") { _, _ in await readiness() }
+        // The app's commands, counted by command and status (a request refused before its command is known counts
+        // as `unparsed`).
+        let commands = router.group()
+            .add(middleware: RequestMetricsMiddleware(metrics: metrics))
+            .add(middleware: AddressLimitMiddleware(limiter: perIP))
+        commands.post("/api.php") { request, context in try await handle(request, context: context) }
+        commands.post("/api") { request, context in try await handle(request, context: context) }
     }
 
     /// The tutorial's database check, served with the test pages only.
@@ -46,38 +45,17 @@ struct APIController: Sendable {
         router.get("/test/database") { _, _ in try await databaseCheck() }
     }
 
-    /// Answers one command and counts it (by command and status) with its duration.
+    /// Answers one command; a refused form or command (FormError, APIRequestError) is thrown as its 4xx answer.
     func handle(_ request: Request, context: APIRequestContext) async throws -> Response {
-        let start = ContinuousClock.now
-        var command = "unparsed"
-        let response: Response
         do {
-            response = try await respond(request, context: context, command: &command)
+            return try await respond(request, context: context)
         } catch let error as any HTTPResponseError {
-            // A refused form or command (FormError, APIRequestError): its 4xx answer, counted like any other.
             context.logger.debug("Refused request", metadata: ["api.error": "\(error)"])
-            response = try error.response(from: request, context: context)
+            throw error
         }
-        metrics.request(command: command, status: response.status.code, duration: start.duration(to: .now))
-        return response
     }
 
-    /// The key the per-address limits count by: the client (behind trusted proxies, the forwarded one), its IPv6 /64.
-    func addressKey(_ request: Request, _ context: APIRequestContext) -> String {
-        client(request, context).map(resolver.limitKey) ?? "unknown"
-    }
-
-    func client(_ request: Request, _ context: APIRequestContext) -> ClientAddress? {
-        let peer = context.remoteAddress?.ipAddress.flatMap(ClientAddress.init)
-        return resolver.client(peer: peer, forwardedFor: request.headers[Self.forwardedFor])
-    }
-
-    private func respond(_ request: Request, context: APIRequestContext, command name: inout String) async throws -> Response {
-        let client = client(request, context)
-        let addressKey = client.map(resolver.limitKey) ?? "unknown"
-        if let wait = perIP.take(addressKey) {
-            return Self.tooManyRequests(wait)
-        }
+    private func respond(_ request: Request, context: APIRequestContext) async throws -> Response {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limits.maxBodyBytes {
             return Self.error(.contentTooLarge, "Request body too large")
         }
@@ -92,7 +70,7 @@ struct APIController: Sendable {
         }
         let fields = try FormFields.parse(body: body, contentType: request.headers[.contentType])
         let command = try APIRequest(fields: fields)
-        name = command.command
+        context.label.value = command.command
         if let wait = perUDID.take(command.udid) {
             return Self.tooManyRequests(wait)
         }
@@ -102,7 +80,7 @@ struct APIController: Sendable {
             return try await Self.perform(
                 command,
                 store: store,
-                client: (client?.description, addressKey),
+                client: (context.client?.description, context.addressKey),
                 maxRoomSize: limits.maxRoomSize,
                 fanOut: fanOut,
                 metrics: metrics

@@ -426,8 +426,10 @@ import Testing
             #expect(try await Self.snapshot(api) == before)
             #expect(try await send(1, key: small).status == 202, "what is left can be used")
             #expect(try await send(5, key: open).json["recipients"] as? Int == 5)
-            // Counted by endpoint and status.
+            #expect(try await send(1, key: "pc_live_unknown").status == 401)
+            // Counted by endpoint and status, a refusal before the key is known included.
             let metrics = try await LoopbackHTTP.scrape(port: api.metricsPort)
+            #expect(metrics[#"pushchat_api_requests{command="notifications.send",status="401"}"#] == 1)
             #expect(metrics[#"pushchat_api_requests{command="devices.list",status="429"}"#] == 1)
             #expect(metrics[#"pushchat_api_requests{command="notifications.send",status="202"}"#] == 3)
             #expect(metrics[#"pushchat_api_requests{command="notifications.send",status="413"}"#] == 1)

@@ -35,70 +35,33 @@ struct ProviderController: Sendable {
     let failedAuth: RateLimiter
     /// Keys that authenticated lately pass ``failedAuth`` without waiting for it.
     let knownKeys = KnownKeys()
-    let addressKey: @Sendable (Request, APIRequestContext) -> String
     let metrics: APIMetrics
     let logger: Logger
 
     func addRoutes(to router: Router<APIRequestContext>) {
-        router.post("/v1/devices") { request, context in
-            try await endpoint("devices.register", (.devicesWrite, "register devices"), request, context) { key in
-                try await register(request, key: key)
-            }
+        // Every answer counted by endpoint and status; each route behind its key's authentication, scope and limit.
+        let v1 = router.group("/v1").add(middleware: RequestMetricsMiddleware(metrics: metrics))
+        func route(_ name: String, _ scope: KeyScope, _ action: String) -> RouterGroup<APIRequestContext> {
+            v1.group().add(middleware: KeyAuthenticationMiddleware(provider: self, name: name, scope: scope, action: action))
         }
-        router.get("/v1/devices") { request, context in
-            try await endpoint("devices.list", (.devicesRead, "list devices"), request, context) { key in
-                try await devices(request, key: key)
-            }
+        route("devices.register", .devicesWrite, "register devices").post("devices") { request, context in
+            try await register(request, key: context.requireKey())
         }
-        router.delete("/v1/devices/:token") { request, context in
-            try await endpoint("devices.unregister", (.devicesWrite, "delete devices"), request, context) { key in
-                try await unregister(context.parameters.get("token") ?? "", key: key)
-            }
+        route("devices.list", .devicesRead, "list devices").get("devices") { request, context in
+            try await devices(request, key: context.requireKey())
         }
-        router.post("/v1/notifications") { request, context in
-            try await endpoint("notifications.send", (.send, "send notifications"), request, context) { key in
-                try await send(request, key: key)
-            }
+        route("devices.unregister", .devicesWrite, "delete devices").delete("devices/:token") { _, context in
+            try await unregister(context.parameters.get("token") ?? "", key: context.requireKey())
         }
-        router.get("/v1/notifications/:id") { request, context in
-            try await endpoint("notifications.status", (.status, "read notification status"), request, context) { key in
-                try await status(context.parameters.get("id") ?? "", key: key)
-            }
+        route("notifications.send", .send, "send notifications").post("notifications") { request, context in
+            try await send(request, key: context.requireKey())
         }
-        router.delete("/v1/notifications/:id") { request, context in
-            try await endpoint("notifications.cancel", (.send, "cancel notifications"), request, context) { key in
-                try await cancel(context.parameters.get("id") ?? "", key: key)
-            }
+        route("notifications.status", .status, "read notification status").get("notifications/:id") { _, context in
+            try await status(context.parameters.get("id") ?? "", key: context.requireKey())
         }
-    }
-
-    /// Authenticates, applies the key's request limit, runs `body`, and turns every refusal into its JSON answer;
-    /// counts the request by endpoint and status.
-    func endpoint(
-        _ name: String,
-        _ scope: (KeyScope, String),
-        _ request: Request,
-        _ context: APIRequestContext,
-        _ body: (ProviderStore.Key) async throws -> Response
-    ) async throws -> Response {
-        let start = ContinuousClock.now
-        let response: Response
-        do {
-            let key = try await authenticateLimited(request, address: addressKey(request, context))
-            guard key.allows(scope.0) else { throw ProviderError.missing(scope.0, for: scope.1) }
-            let (requests, _) = keyLimits.limiters(for: key)
-            if let wait = requests.take(key.name) {
-                throw ProviderError.tooManyRequests(wait, "this key's limit of \(key.requestsPerMinute) requests per minute is spent")
-            }
-            response = try await body(key)
-        } catch let error as ProviderError {
-            context.logger.debug("Refused provider request", metadata: ["api.error": "\(error)"])
-            response = error.response()
-        } catch {
-            response = databaseFailure(error, doing: name).response()
+        route("notifications.cancel", .send, "cancel notifications").delete("notifications/:id") { _, context in
+            try await cancel(context.parameters.get("id") ?? "", key: context.requireKey())
         }
-        metrics.request(command: name, status: response.status.code, duration: start.duration(to: .now))
-        return response
     }
 
     /// ``authenticate(_:hash:)`` behind the failed-authentication bucket: an address that has spent it gets 429 before any
@@ -221,35 +184,8 @@ struct ProviderController: Sendable {
         let body = try await body(request)
         // The key's app's interface bounds the payload (2 KB binary, 4 KB HTTP/2), not the default app's.
         let checked = try NotificationRequest(body: body, transport: key.transport ?? transport)
-        switch checked.target {
-        case .room, .all, .udids:
-            // Reaches people the caller did not name (and a room's recipient count would confirm a guessed code).
-            guard key.allows(.broadcast) else { throw ProviderError.missing(.broadcast, for: "send to a room, to all or to udids") }
-        case .tokens, .users:
-            break
-        }
-        // The key's app's bundle id (the configuration's apns_topic for the default app as migrated).
-        if let topic = checked.topic {
-            // No bundle id known (no apns_topic in the API's environment): a topic could name any app of the team.
-            guard let bundleID = key.bundleID ?? appTopic else {
-                throw ProviderError.invalid(
-                    "topic",
-                    "topic cannot be checked: the API knows no bundle id for app \(key.app) (set PUSHCHAT_APNS_TOPIC for the API); leave topic out"
-                )
-            }
-            guard PushType.topic(topic, belongsTo: bundleID) else {
-                throw ProviderError.invalid(
-                    "topic",
-                    "topic must be \(bundleID) or it with one of Apple's suffixes (\(PushType.topicSuffixes.joined(separator: ", ")))"
-                )
-            }
-        }
-        let idempotencyKey = try request.headers[Self.idempotencyHeader].map { value throws(ProviderError) in
-            guard !value.isEmpty, value.utf8.count <= 255, value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
-                throw .invalid("Idempotency-Key", "Idempotency-Key must be 1 to 255 printable ASCII characters")
-            }
-            return value
-        }
+        try allow(checked, key: key)
+        let idempotencyKey = try Self.idempotencyKey(request)
         if limits.appMaxBacklog > 0 {
             let waiting = try await database { store in try await backlog.waiting(key.app, store: store) }
             guard waiting < limits.appMaxBacklog else {
@@ -281,27 +217,9 @@ struct ProviderController: Sendable {
             idempotencyKey: idempotencyKey,
             requestHash: requestHash
         )
+        let result = try await queueWithinBudget(notification, key: key)
         let (_, limiter) = keyLimits.limiters(for: key)
-        // Without the broadcast scope a request reaches at most as many devices as are queued at once: a list of
-        // 10,000 users with any number of devices each would otherwise become a background broadcast.
-        let broadcasts = key.allows(.broadcast)
-        let cap = broadcasts ? nil : limits.backgroundRecipients
-        // The key's recipient budget: reserve what it holds, queue at most that many, give back what was not used.
-        let outcome = try await Reservation.withReservation(nil, from: LimiterBudget(limiter: limiter, key: key.name)) { reserved in
-            try await database { store in
-                try await store.queue(
-                    notification,
-                    maxRecipients: [limiter.isEnabled ? reserved : nil, cap].compactMap { $0 }.min(),
-                    backgroundAbove: broadcasts ? limits.backgroundRecipients : nil
-                )
-            }
-        } used: { result in
-            switch result {
-            case .queued(let recipients), .accepted(let recipients): recipients
-            default: 0
-            }
-        }
-        guard case .done(let result) = outcome else { preconditionFailure("taking everything a budget holds is never refused") }
+        let cap = Self.recipientCap(key, limits: limits)
         switch result {
         case .queued(let recipients), .accepted(let recipients):
             let background = if case .accepted = result { true } else { false }
@@ -341,6 +259,73 @@ struct ProviderController: Sendable {
             }
             throw ProviderError(.conflict, .conflict, "the same Idempotency-Key is being used by another request", field: "Idempotency-Key")
         }
+    }
+
+    /// Without the broadcast scope a request reaches at most as many devices as are queued at once
+    /// (`api_background_recipients`): a list of 10,000 users with any number of devices each would otherwise become a
+    /// background broadcast. Nil: no cap.
+    static func recipientCap(_ key: ProviderStore.Key, limits: APILimits) -> Int? {
+        key.allows(.broadcast) ? nil : limits.backgroundRecipients
+    }
+
+    /// Queues `notification` paid from the key's recipient budget: reserves what the budget holds, queues at most that
+    /// many (and at most the cap without the broadcast scope), and gives back what was not used.
+    func queueWithinBudget(_ notification: ProviderStore.Notification, key: ProviderStore.Key) async throws -> ProviderStore.QueueResult {
+        let (_, limiter) = keyLimits.limiters(for: key)
+        let cap = Self.recipientCap(key, limits: limits)
+        let broadcasts = key.allows(.broadcast)
+        let outcome = try await Reservation.withReservation(nil, from: LimiterBudget(limiter: limiter, key: key.name)) { reserved in
+            try await database { store in
+                try await store.queue(
+                    notification,
+                    maxRecipients: [limiter.isEnabled ? reserved : nil, cap].compactMap { $0 }.min(),
+                    backgroundAbove: broadcasts ? limits.backgroundRecipients : nil
+                )
+            }
+        } used: { result in
+            switch result {
+            case .queued(let recipients), .accepted(let recipients): recipients
+            default: 0
+            }
+        }
+        guard case .done(let result) = outcome else { preconditionFailure("taking everything a budget holds is never refused") }
+        return result
+    }
+
+    /// What the key may send: a room, everyone or udids only with the broadcast scope; a topic only its app's bundle id
+    /// (or it with one of Apple's suffixes).
+    func allow(_ checked: NotificationRequest, key: ProviderStore.Key) throws(ProviderError) {
+        switch checked.target {
+        case .room, .all, .udids:
+            // Reaches people the caller did not name (and a room's recipient count would confirm a guessed code).
+            guard key.allows(.broadcast) else { throw ProviderError.missing(.broadcast, for: "send to a room, to all or to udids") }
+        case .tokens, .users:
+            break
+        }
+        // The key's app's bundle id (the configuration's apns_topic for the default app as migrated).
+        guard let topic = checked.topic else { return }
+        // No bundle id known (no apns_topic in the API's environment): a topic could name any app of the team.
+        guard let bundleID = key.bundleID ?? appTopic else {
+            throw ProviderError.invalid(
+                "topic",
+                "topic cannot be checked: the API knows no bundle id for app \(key.app) (set PUSHCHAT_APNS_TOPIC for the API); leave topic out"
+            )
+        }
+        guard PushType.topic(topic, belongsTo: bundleID) else {
+            throw ProviderError.invalid(
+                "topic",
+                "topic must be \(bundleID) or it with one of Apple's suffixes (\(PushType.topicSuffixes.joined(separator: ", ")))"
+            )
+        }
+    }
+
+    /// `Idempotency-Key`, when given: 1 to 255 printable ASCII characters.
+    static func idempotencyKey(_ request: Request) throws(ProviderError) -> String? {
+        guard let value = request.headers[idempotencyHeader] else { return nil }
+        guard !value.isEmpty, value.utf8.count <= 255, value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+            throw .invalid("Idempotency-Key", "Idempotency-Key must be 1 to 255 printable ASCII characters")
+        }
+        return value
     }
 
     /// The first answer to an idempotency key used within 24 hours, or 409 when it came with another body.
