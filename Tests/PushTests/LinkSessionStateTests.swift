@@ -146,8 +146,9 @@ import Testing
         state.answered(2)
         #expect(state.limit == 3)
         #expect(state.allow(1000, window: 10) == 10, "what the far end allows, capped by push_window")
+        #expect(state.nextBatch(batchSize: 100).count == 10)
         state.answered(8)
-        #expect(state.limit == 10)
+        #expect(state.limit == 10 && state.inFlight == 2, "never past the ceiling")
     }
 
     @Test func credentialsRefusedAreSaidOncePerConnection() {

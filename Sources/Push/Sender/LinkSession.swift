@@ -112,18 +112,25 @@ final class LinkSession: Sendable {
         }
 
         /// Rows that were prepared but not written (they could never be sent, or the connection was gone).
-        mutating func withdraw(_ count: Int) { inFlight -= count }
+        mutating func withdraw(_ count: Int) { settle(count) }
+
+        /// `count` requests in flight are no longer: never more than were (a request settled twice would free a
+        /// place that is still taken, and the connection would go past what the far end allows).
+        private mutating func settle(_ count: Int) {
+            precondition(count >= 0 && count <= inFlight, "settling \(count) requests with \(inFlight) in flight")
+            inFlight -= count
+        }
 
         /// The connection did not take `items`: they go first on the next connection, and this one stops.
         mutating func notTaken(_ items: [QueuedNotification]) {
-            inFlight -= items.count
+            settle(items.count)
             retry += items
             open = false
         }
 
         /// `count` requests were answered (whatever the verdicts): they free their places and grow the limit.
         mutating func answered(_ count: Int) {
-            inFlight -= count
+            settle(count)
             answered += count
             if count > 0, limit < ceiling { limit = min(ceiling, limit + max(1, count / 2)) }
         }
@@ -138,7 +145,7 @@ final class LinkSession: Sendable {
 
         /// Written, not answered (timeout, reset, GOAWAY): sent again.
         mutating func unanswered(_ items: [QueuedNotification]) {
-            inFlight -= items.count
+            settle(items.count)
             unansweredCount += items.count
             retry += items
         }
