@@ -83,10 +83,20 @@ let package = Package(
             dependencies: ["Support", "Observability", argumentParser, logging, nioSSL],
             swiftSettings: swiftSettings
         ),
+        // The daemon's HTTP/2 client (frames, HPACK, windows, the stream state machine, the channel handler, the
+        // connector), for every destination that speaks HTTP/2: knows nothing of Apple's or Google's values.
+        .target(
+            name: "HTTP2Client",
+            dependencies: [
+                "Support", "Settings", logging, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, nioConcurrencyHelpers,
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "APNs",
             dependencies: [
-                "Support", "Settings", logging, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, crypto, nioConcurrencyHelpers,
+                "HTTP2Client", "Support", "Settings", logging, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, crypto,
+                nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
         ),
@@ -95,7 +105,8 @@ let package = Package(
         .target(
             name: "APNsTransport",
             dependencies: [
-                "APNs", "Support", "Settings", logging, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK, nioConcurrencyHelpers,
+                "APNs", "HTTP2Client", "Support", "Settings", logging, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK,
+                nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
         ),
@@ -118,7 +129,7 @@ let package = Package(
         .target(
             name: "Push",
             dependencies: [
-                "Support", "Settings", "Observability", "HTTPServing", "APNs", "APNsTransport", "Storage", "FCM",
+                "Support", "Settings", "Observability", "HTTPServing", "APNs", "APNsTransport", "HTTP2Client", "Storage", "FCM",
                 hummingbird, postgres, serviceLifecycle, logging, metrics, coreMetrics, nioCore, nioPosix, nioSSL, nioHTTP2, nioHPACK,
                 nioConcurrencyHelpers, nioHTTP1, asyncHTTPClient,
             ],
@@ -127,14 +138,16 @@ let package = Package(
         .target(
             name: "Feedback",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", postgres, nioCore, nioSSL, logging, coreMetrics,
+                "Support", "Settings", "Observability", "APNs", "APNsTransport", "HTTP2Client", "Storage", postgres, nioCore, nioSSL,
+                logging, coreMetrics,
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "Simulator",
             dependencies: [
-                "Support", "Settings", "APNs", "APNsTransport", "FCM", hummingbird, nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK,
+                "Support", "Settings", "APNs", "APNsTransport", "HTTP2Client", "FCM", hummingbird, nioCore, nioPosix, nioSSL, nioTLS,
+                nioHTTP2, nioHPACK,
                 crypto, cryptoExtras, serviceLifecycle,
                 logging, nioConcurrencyHelpers,
             ],
@@ -169,7 +182,8 @@ let package = Package(
         .target(
             name: "Benchmarks",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "Simulator", "Push", "FCM", postgres, logging,
+                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "Simulator", "Push", "FCM",
+                postgres, logging,
                 nioCore, nioPosix, nioHTTP1, nioSSL, nioConcurrencyHelpers,
             ],
             swiftSettings: swiftSettings
@@ -182,7 +196,7 @@ let package = Package(
         // libFuzzer entry points for the parsers of untrusted bytes (scripts/fuzz.sh); a corpus replayer otherwise.
         .executableTarget(
             name: "Fuzz",
-            dependencies: ["API", "APNs", "APNsTransport", "FCM", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2],
+            dependencies: ["API", "APNs", "APNsTransport", "HTTP2Client", "FCM", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2],
             swiftSettings: swiftSettings
         ),
         // Pure unit tests, one target per library; integration tests (PostgreSQL, sockets, executables) apart.
@@ -196,7 +210,7 @@ let package = Package(
         .testTarget(
             name: "APNsTests",
             dependencies: [
-                "APNs", "APNsTransport", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, nioTLS, crypto,
+                "APNs", "APNsTransport", "HTTP2Client", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2, nioHPACK, nioTLS, crypto,
             ],
             swiftSettings: swiftSettings
         ),
@@ -213,7 +227,8 @@ let package = Package(
         .testTarget(
             name: "PushTests",
             dependencies: [
-                "Push", "APNs", "APNsTransport", "Observability", "Settings", "Storage", "Support", logging, nioConcurrencyHelpers, nioCore,
+                "Push", "APNs", "APNsTransport", "HTTP2Client", "Observability", "Settings", "Storage", "Support", logging,
+                nioConcurrencyHelpers, nioCore,
                 nioHPACK,
                 nioPosix, nioSSL,
             ],
@@ -223,7 +238,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "API", "APIServer", "Simulator", "Push",
+                "Support", "Settings", "Observability", "APNs", "APNsTransport", "HTTP2Client", "Storage", "API", "APIServer", "Simulator",
+                "Push",
                 "Feedback", "FCM", cryptoExtras,
                 .product(name: "HummingbirdTesting", package: "hummingbird"), hummingbird, httpTypes, logging, serviceLifecycle,
                 nioConcurrencyHelpers, postgres, nioCore, nioFoundationCompat, nioPosix, nioSSL, nioHTTP2,

@@ -1,4 +1,5 @@
 package import Foundation
+package import HTTP2Client
 
 /// What APNs answered on one stream, and what the daemon does about it.
 package struct HTTP2Result: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import HTTP2Client
 import NIOConcurrencyHelpers
 package import NIOCore
 import NIOPosix

@@ -1,5 +1,6 @@
 package import APNs
 package import APNsTransport
+import HTTP2Client
 import Logging
 import NIOCore
 import NIOSSL

@@ -3,6 +3,7 @@ import APNs
 import APNsTransport
 import FCM
 import Foundation
+import HTTP2Client
 import NIOCore
 import NIOEmbedded
 import NIOHTTP2

@@ -1,5 +1,6 @@
 package import APNs
 package import APNsTransport
+package import HTTP2Client
 import Logging
 package import NIOCore
 import NIOPosix

@@ -1,5 +1,6 @@
 import APNs
 import APNsTransport
+import HTTP2Client
 package import Logging
 package import NIOCore
 import NIOHTTP2

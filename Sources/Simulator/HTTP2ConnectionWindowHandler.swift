@@ -1,4 +1,5 @@
 import APNs
+import HTTP2Client
 import NIOCore
 import NIOHTTP2
 

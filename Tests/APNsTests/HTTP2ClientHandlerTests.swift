@@ -7,6 +7,7 @@ import NIOHTTP2
 import Testing
 
 @testable import APNs
+@testable import HTTP2Client
 
 /// The HTTP/2 client's connection handler on an `EmbeddedChannel`: the frames it writes for a request, and what it
 /// reports for the server's answers, SETTINGS, GOAWAY and the end of the connection.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import APNs
+@testable import HTTP2Client
 @testable import Support
 
 @Suite struct HTTP2ConnectionWindowTests {

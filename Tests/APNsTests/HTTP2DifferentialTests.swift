@@ -6,6 +6,7 @@ import NIOHTTP2
 import Testing
 
 @testable import APNs
+@testable import HTTP2Client
 
 /// The same server bytes to NIOHTTP2's own client and to the daemon's (``HTTP2ClientHandler``): one request on stream
 /// 1, then what a server sends, well-formed or not. Both must come to the same answer for the request (its status and

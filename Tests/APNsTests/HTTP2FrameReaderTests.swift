@@ -4,6 +4,7 @@ import NIOHTTP2
 import Testing
 
 @testable import APNs
+@testable import HTTP2Client
 
 /// The client's frame reader on bytes laid out by hand (RFC 9113 §4.1, §6): what NIOHTTP2's server never sends in
 /// the in-memory tests (CONTINUATION, padding, PRIORITY, unknown types) and what ends a connection.

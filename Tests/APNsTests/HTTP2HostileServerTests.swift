@@ -6,6 +6,7 @@ import NIOTLS
 import Testing
 
 @testable import APNs
+@testable import HTTP2Client
 
 /// The daemon's HTTP/2 client against a server that breaks the rules on purpose (the push services and webhook
 /// receivers it will call are chosen by others): each case ends the connection with the GOAWAY it deserves, or is

@@ -1,4 +1,5 @@
 import APNsTransport
+import HTTP2Client
 import NIOCore
 import NIOEmbedded
 import NIOHTTP2

@@ -3,6 +3,7 @@ import NIOHTTP2
 import Testing
 
 @testable import APNs
+@testable import HTTP2Client
 
 /// Outbound flow control as a value: the DATA frames a body becomes under the server's windows and frame size.
 @Suite struct HTTP2SendWindowTests {

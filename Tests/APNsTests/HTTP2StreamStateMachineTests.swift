@@ -5,6 +5,7 @@ import NIOHTTP2
 import Testing
 
 @testable import APNs
+@testable import HTTP2Client
 
 /// The HTTP/2 connection's bookkeeping without a channel: every request comes out once, answered or unanswered.
 @Suite struct HTTP2StreamStateMachineTests {

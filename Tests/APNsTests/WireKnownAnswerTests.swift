@@ -5,6 +5,7 @@ import NIOHPACK
 import Testing
 
 @testable import APNs
+@testable import HTTP2Client
 
 /// The bytes and headers the project writes and reads, checked against Apple's documented layouts written out by
 /// hand here (`../shared/PROTOCOL.md`), not against the project's own encoder or decoder: a mistake made the same

@@ -8,6 +8,7 @@ import Settings
 import Testing
 
 @testable import APNs
+@testable import HTTP2Client
 @testable import Push
 
 /// What each destination's answers mean, as Apple documents them: the one place a status gets its meaning, checked

@@ -2,6 +2,7 @@ import APNs
 import APNsTransport
 import FCM
 import Foundation
+import HTTP2Client
 import NIOCore
 import NIOHPACK
 import Settings

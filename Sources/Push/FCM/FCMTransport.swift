@@ -2,6 +2,7 @@ import APNsTransport
 import AsyncHTTPClient
 import CoreMetrics
 package import FCM
+import HTTP2Client
 import Logging
 package import NIOCore
 import NIOPosix

@@ -1,6 +1,7 @@
 import APNs
 import APNsTransport
 import Foundation
+import HTTP2Client
 import NIOCore
 
 /// One HTTP/2 connection, to APNs or FCM: ``HTTP2ClientHandler`` writes the streams and reports their answers, which

@@ -1,6 +1,7 @@
 import APNs
 import APNsTransport
 import Foundation
+import HTTP2Client
 import Logging
 import Metrics
 import Settings

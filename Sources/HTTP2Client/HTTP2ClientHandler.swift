@@ -1,4 +1,3 @@
-package import APNs
 import Foundation
 import Logging
 package import NIOCore
@@ -10,7 +9,7 @@ import NIOTLS
 import Settings
 import Support
 
-/// Drives one HTTP/2 connection to APNs or FCM on its event loop, speaking the frames itself (``HTTP2FrameReader``,
+/// Drives one HTTP/2 connection (to APNs or FCM) on its event loop, speaking the frames itself (``HTTP2FrameReader``,
 /// ``HTTP2FrameWriter``, ``HTTP2HeaderEncoder``, ``HTTP2SendWindow``): performs what its ``HTTP2StreamStateMachine``
 /// decides (one stream per notification, a deadline on every stream, PING when idle, every request accounted for
 /// when the connection ends) and reports to the worker.

@@ -1,4 +1,3 @@
-package import APNs
 import Foundation
 import Logging
 import NIOCore

@@ -1,4 +1,3 @@
-import APNs
 import Foundation
 import Logging
 package import NIOCore
@@ -7,7 +6,7 @@ package import NIOSSL
 package import Settings
 import Support
 
-/// Opens HTTP/2 connections to APNs (TLS with ALPN h2).
+/// Opens HTTP/2 connections (TLS with ALPN h2) to one server: APNs, FCM, or the simulator.
 package struct HTTP2Connector: Sendable {
     package let endpoint: Endpoint
     let tls: NIOSSLContext
