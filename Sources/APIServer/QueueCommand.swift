@@ -24,6 +24,21 @@ struct QueueCommand: AsyncParsableCommand {
         }
     }
 
+    /// Runs `body` while holding the job lock named `job` (``JobLock``); false, without running it, when another run
+    /// holds it. Errors reaching the database become one line naming the job and a non-zero exit.
+    static func withJobLock(_ options: ProcessOptions, job: String, _ body: () async throws -> Void) async throws -> Bool {
+        var ran = false
+        try await ProcessFailure.report(program: job) {
+            let configuration = try options.configuration()
+            var logger = Logger(label: "pushchat-api")
+            logger.logLevel = .error
+            ran = try await JobLock.withLock(job, url: configuration.databaseURL, applicationName: "pushchat-admin", logger: logger) {
+                try await body()
+            } != nil
+        }
+        return ran
+    }
+
     /// One database connection for an operator's command: errors (the configuration's, the database's) become one
     /// line naming `program` and a non-zero exit.
     static func withConnection(
@@ -113,7 +128,8 @@ struct QueueCommand: AsyncParsableCommand {
             var deleted = 0
             let start = ContinuousClock.now
             do {
-                try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
+                let ran = try await QueueCommand.withJobLock(options, job: "pushchat-api queue prune") {
+                    try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
                     let rows = try await admin.prune(olderThan: age)
                     print("\(rows) rows older than \(olderThan) deleted")
                     let moved = try await admin.moveStampedRows()
@@ -127,6 +143,11 @@ struct QueueCommand: AsyncParsableCommand {
                             + "\(pruned.invalidTokens) handled invalid-token reports older than \(retention.invalidTokens.days) deleted"
                     )
                     deleted = rows + notifications + keys + pruned.messages + pruned.tokenlessUsers + pruned.invalidTokens
+                    }
+                }
+                guard ran else {
+                    print("pushchat-api queue prune: another run holds the job lock (on this or another machine): nothing to do")
+                    return
                 }
             } catch {
                 try? writeMetrics(success: false, deleted: 0, since: start)

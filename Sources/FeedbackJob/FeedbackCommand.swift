@@ -42,8 +42,20 @@ struct FeedbackCommand: AsyncParsableCommand {
             let start = ContinuousClock.now
             var report: FeedbackReport?
             do {
-                report = try await job.run()
-                logger.info("\(report!)")
+                // One run at a time across every machine that schedules the job.
+                let ran = try await JobLock.withLock(
+                    "pushchat-feedback",
+                    url: configuration.databaseURL,
+                    applicationName: "pushchat-feedback",
+                    logger: logger
+                ) { try await job.run() }
+                guard let ran else {
+                    logger.info("Another pushchat-feedback run holds the job lock: nothing to do")
+                    print("pushchat-feedback: another run holds the job lock (on this or another machine): nothing to do")
+                    return
+                }
+                report = ran
+                logger.info("\(ran)")
             } catch let error as FeedbackError {
                 logger.error("\(error)")
                 ProcessFailure.printError("pushchat-feedback", error.description)
