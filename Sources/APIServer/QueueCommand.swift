@@ -32,9 +32,10 @@ struct QueueCommand: AsyncParsableCommand {
             let configuration = try options.configuration()
             var logger = Logger(label: "pushchat-api")
             logger.logLevel = .error
-            ran = try await JobLock.withLock(job, url: configuration.databaseURL, applicationName: "pushchat-admin", logger: logger) {
-                try await body()
-            } != nil
+            ran =
+                try await JobLock.withLock(job, url: configuration.databaseURL, applicationName: "pushchat-admin", logger: logger) {
+                    try await body()
+                } != nil
         }
         return ran
     }
@@ -130,19 +131,21 @@ struct QueueCommand: AsyncParsableCommand {
             do {
                 let ran = try await QueueCommand.withJobLock(options, job: "pushchat-api queue prune") {
                     try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
-                    let rows = try await admin.prune(olderThan: age)
-                    print("\(rows) rows older than \(olderThan) deleted")
-                    let moved = try await admin.moveStampedRows()
-                    if moved > 0 { print("\(moved) rows sent or failed before they moved on their own moved to push_history") }
-                    let (notifications, keys) = try await admin.pruneNotifications(olderThan: age)
-                    print("\(notifications) provider notifications older than \(olderThan) and \(keys) idempotency keys past 24 h deleted")
-                    let pruned = try await admin.pruneRetention(retention)
-                    print(
-                        "retention: \(pruned.messages) messages older than \(retention.messages.days), "
-                            + "\(pruned.tokenlessUsers) users without a token after \(retention.tokenlessUsers.days), "
-                            + "\(pruned.invalidTokens) handled invalid-token reports older than \(retention.invalidTokens.days) deleted"
-                    )
-                    deleted = rows + notifications + keys + pruned.messages + pruned.tokenlessUsers + pruned.invalidTokens
+                        let rows = try await admin.prune(olderThan: age)
+                        print("\(rows) rows older than \(olderThan) deleted")
+                        let moved = try await admin.moveStampedRows()
+                        if moved > 0 { print("\(moved) rows sent or failed before they moved on their own moved to push_history") }
+                        let (notifications, keys) = try await admin.pruneNotifications(olderThan: age)
+                        print(
+                            "\(notifications) provider notifications older than \(olderThan) and \(keys) idempotency keys past 24 h deleted"
+                        )
+                        let pruned = try await admin.pruneRetention(retention)
+                        print(
+                            "retention: \(pruned.messages) messages older than \(retention.messages.days), "
+                                + "\(pruned.tokenlessUsers) users without a token after \(retention.tokenlessUsers.days), "
+                                + "\(pruned.invalidTokens) handled invalid-token reports older than \(retention.invalidTokens.days) deleted"
+                        )
+                        deleted = rows + notifications + keys + pruned.messages + pruned.tokenlessUsers + pruned.invalidTokens
                     }
                 }
                 guard ran else {
