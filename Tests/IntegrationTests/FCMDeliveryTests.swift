@@ -249,29 +249,35 @@ import _CryptoExtras
         }
     }
 
+    /// Adds app `name` (HTTP/2 with a token, `serviceAccountFile` its own FCM account or none), queues Android rows to
+    /// tokens 1 and 2 and gives the row to token `android` to the app (the other stays the default app's).
+    static func addApp(_ harness: PushHarness, _ name: String, serviceAccountFile: String?, android: Int) async throws {
+        var settings = App.Settings(
+            bundleID: "com.example.\(name)",
+            environment: .sandbox,
+            transport: .http2,
+            credentials: .token(keyFile: TestCertificates.path("AuthKey_BETAKEY001.p8"), keyID: "BETAKEY001", teamID: "DEVTEAM001")
+        )
+        settings.fcmServiceAccountFile = serviceAccountFile
+        let added = try await TestDatabase.withConnection(harness.url) { connection in
+            try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: name, settings: settings)
+        }
+        #expect(added)
+        try await Self.queue(harness, fcm: [1, 2])
+        try await TestDatabase.withConnection(harness.url) { connection in
+            try await connection.query(
+                "UPDATE push_queue SET app = \(name) WHERE device_token = \(Self.token(android))",
+                logger: TestDatabase.logger
+            )
+        }
+    }
+
     /// An app with a service account of its own sends its Android rows with it (`apps add --fcm-service-account`),
     /// found at the daemon's read of the apps; the default app, with none configured, keeps its Android rows queued.
     @Test func anAppsOwnServiceAccountSendsItsAndroidRows() async throws {
         try await Self.run { harness, configuration in
             let file = try #require(configuration.fcm.serviceAccountFile)
-            var settings = App.Settings(
-                bundleID: "com.example.Beta",
-                environment: .sandbox,
-                transport: .http2,
-                credentials: .token(keyFile: TestCertificates.path("AuthKey_BETAKEY001.p8"), keyID: "BETAKEY001", teamID: "DEVTEAM001")
-            )
-            settings.fcmServiceAccountFile = file
-            let added = try await TestDatabase.withConnection(harness.url) { connection in
-                try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: "beta", settings: settings)
-            }
-            #expect(added)
-            try await Self.queue(harness, fcm: [1, 2])
-            try await TestDatabase.withConnection(harness.url) { connection in
-                try await connection.query(
-                    "UPDATE push_queue SET app = 'beta' WHERE device_token = \(Self.token(2))",
-                    logger: TestDatabase.logger
-                )
-            }
+            try await Self.addApp(harness, "beta", serviceAccountFile: file, android: 2)
             var withoutDefault = configuration
             withoutDefault.fcm.serviceAccountFile = nil
             withoutDefault.apns.host = Endpoint(host: "127.0.0.1", port: harness.ports.http2)
@@ -293,23 +299,7 @@ import _CryptoExtras
     /// while the default app's are sent (each app's senders come from its own configuration).
     @Test func anAppWithoutAServiceAccountNeverUsesTheDefaultOne() async throws {
         try await Self.run { harness, configuration in
-            let settings = App.Settings(
-                bundleID: "com.example.Gamma",
-                environment: .sandbox,
-                transport: .http2,
-                credentials: .token(keyFile: TestCertificates.path("AuthKey_BETAKEY001.p8"), keyID: "BETAKEY001", teamID: "DEVTEAM001")
-            )
-            let added = try await TestDatabase.withConnection(harness.url) { connection in
-                try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: "gamma", settings: settings)
-            }
-            #expect(added)
-            try await Self.queue(harness, fcm: [1, 2])
-            try await TestDatabase.withConnection(harness.url) { connection in
-                try await connection.query(
-                    "UPDATE push_queue SET app = 'gamma' WHERE device_token = \(Self.token(2))",
-                    logger: TestDatabase.logger
-                )
-            }
+            try await Self.addApp(harness, "gamma", serviceAccountFile: nil, android: 2)
             var apnsOverHTTP2 = configuration
             apnsOverHTTP2.apns.host = Endpoint(host: "127.0.0.1", port: harness.ports.http2)
             try await Self.withDaemon(harness, apnsOverHTTP2) {
