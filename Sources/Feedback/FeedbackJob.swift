@@ -48,10 +48,11 @@ package struct FeedbackJob: Sendable {
     package func run() async throws -> FeedbackReport {
         // The first connection checks the database is there and tells whether a pooler stands in between.
         let session: DatabaseSession
+        let chosen: DatabaseURL
         do {
             let (url, logger) = (configuration.databaseURL, self.logger)
-            session = try await withDeadline(.seconds(10)) {
-                try await DatabaseSession.detect(url: url, applicationName: "pushchat-feedback", logger: logger)
+            (session, chosen) = try await withDeadline(.seconds(10)) {
+                try await DatabaseSession.detectChoosing(url: url, applicationName: "pushchat-feedback", logger: logger)
             }
         } catch {
             throw FeedbackError(
@@ -60,7 +61,7 @@ package struct FeedbackJob: Sendable {
             )
         }
         let client = Database.makeClient(
-            url: configuration.databaseURL,
+            url: chosen,
             route: session.route,
             applicationName: "pushchat-feedback",
             keepOpen: false,

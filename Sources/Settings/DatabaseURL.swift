@@ -15,7 +15,35 @@ package import Support
 ///   `verify-ca` needs a file: the system's roots with no host check would trust any host that any public CA
 ///   certified (libpq refuses `verify-ca` with `system` too).
 /// - `host`: a directory holding PostgreSQL's Unix socket, which then replaces the TCP host.
+///
+/// Several hosts, as libpq takes them (`postgres://user@h1:5432,h2:5433/db?target_session_attrs=read-write`): tried in
+/// order (shuffled with `load_balance_hosts=random`) until one answers and is what `target_session_attrs` asks —
+/// `any` (the default), `read-write` or `read-only` (by `transaction_read_only`), `primary` or `standby` (by
+/// `pg_is_in_recovery()`), `prefer-standby` (a standby, else any). `connect_timeout` (seconds) bounds each host's try.
 package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
+    /// One `host:port` of the URL's host list.
+    package struct Host: Sendable, Equatable, CustomStringConvertible {
+        package var host: String
+        package var port: Int
+
+        package init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// `h:5432`, `[::1]:5432`.
+        package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    /// libpq's `target_session_attrs`: which of the hosts a session may use.
+    package enum TargetSessionAttributes: String, Sendable, CaseIterable {
+        case any
+        case readWrite = "read-write"
+        case readOnly = "read-only"
+        case primary, standby
+        case preferStandby = "prefer-standby"
+    }
+
     package enum TLSMode: String, Sendable, CaseIterable {
         case disable, allow, prefer, require
         case verifyCA = "verify-ca"
@@ -25,8 +53,17 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         package var verifiesCertificate: Bool { self == .verifyCA || self == .verifyFull }
     }
 
+    /// The host sessions go to: the first of ``hosts`` (or the one ``on(_:)`` chose).
     package var host: String
     package var port: Int
+    /// Every host of the URL, in its order (one for a single-host URL).
+    package var hosts: [Host]
+    /// `target_session_attrs` (default `any`).
+    package var targetSessionAttributes = TargetSessionAttributes.any
+    /// `connect_timeout`: how long each host's connection may take (nil: the default, 5 s).
+    package var connectTimeout: Duration?
+    /// `load_balance_hosts=random`: the hosts tried in a random order.
+    package var loadBalanceHosts = false
     package var username: String
     package var password: String?
     package var database: String
@@ -49,6 +86,25 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         func invalid(_ reason: String) -> ConfigurationError {
             ConfigurationError(code: .invalidValue, key: key, reason: reason + " (expected postgres://user:password@host:port/database)")
         }
+        // libpq's host list (`h1:5432,h2:5433`) is not a URL authority: parsed here, the first host put in its place.
+        var text = text
+        var listed: [Host]?
+        if let schemeEnd = text.range(of: "://") {
+            let rest = text[schemeEnd.upperBound...]
+            let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+            let authority = rest[..<authorityEnd]
+            let hostStart = authority.lastIndex(of: "@").map { authority.index(after: $0) } ?? authority.startIndex
+            let hostList = authority[hostStart...]
+            if hostList.contains(",") {
+                var hosts: [Host] = []
+                for entry in hostList.split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let host = Self.host(String(entry)) else { throw invalid("'\(entry)' in the host list is not host[:port]") }
+                    hosts.append(host)
+                }
+                listed = hosts
+                text.replaceSubrange(hostStart..<authorityEnd, with: hostList.split(separator: ",")[0])
+            }
+        }
         guard let components = URLComponents(string: text) else { throw invalid("not a URL") }
         guard let scheme = components.scheme?.lowercased(), scheme == "postgres" || scheme == "postgresql" else {
             throw invalid("the scheme must be postgres://")
@@ -58,6 +114,9 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         if database.hasPrefix("/") { database.removeFirst() }
         database = database.removingPercentEncoding ?? database
         var socketDirectory: String?
+        var targetSessionAttributes = TargetSessionAttributes.any
+        var connectTimeout: Duration?
+        var loadBalanceHosts = false
         var tlsMode = TLSMode.prefer
         var rootCertificateFile: String?
         for item in components.queryItems ?? [] {
@@ -77,6 +136,24 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
                 }
             case "host":
                 socketDirectory = item.value
+            case "target_session_attrs":
+                guard let value = item.value, let attributes = TargetSessionAttributes(rawValue: value) else {
+                    throw invalid(
+                        "target_session_attrs must be one of \(TargetSessionAttributes.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
+                }
+                targetSessionAttributes = attributes
+            case "connect_timeout":
+                guard let value = item.value, let seconds = Int(value), seconds >= 0 else {
+                    throw invalid("connect_timeout must be whole seconds")
+                }
+                // libpq: 0 (or none) waits indefinitely; 1 counts as 2.
+                connectTimeout = seconds == 0 ? nil : .seconds(max(2, seconds))
+            case "load_balance_hosts":
+                guard let value = item.value, ["disable", "random"].contains(value) else {
+                    throw invalid("load_balance_hosts must be disable or random")
+                }
+                loadBalanceHosts = value == "random"
             default:
                 throw invalid("unknown parameter '\(item.name)'")
             }
@@ -93,12 +170,53 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         guard (1...65535).contains(port) else { throw invalid("port out of range") }
         self.host = host
         self.port = port
+        self.hosts = listed ?? [Host(host: host, port: port)]
+        if let first = listed?.first {
+            self.host = first.host
+            self.port = first.port
+        }
+        self.targetSessionAttributes = targetSessionAttributes
+        self.connectTimeout = connectTimeout
+        self.loadBalanceHosts = loadBalanceHosts
         self.username = user
         self.password = components.password
         self.database = database.isEmpty ? user : database
         self.tlsMode = tlsMode
         self.rootCertificateFile = rootCertificateFile
         self.socketDirectory = socketDirectory
+    }
+
+    /// One entry of a host list: `host`, `host:port`, `[v6]` or `[v6]:port`.
+    static func host(_ entry: String) -> Host? {
+        var name = Substring(entry)
+        var port = 5432
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return nil }
+            let after = name[name.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":"), let value = Int(after.dropFirst()) else { return nil }
+                port = value
+            }
+            name = name[name.index(after: name.startIndex)..<close]
+        } else if let colon = name.lastIndex(of: ":") {
+            guard let value = Int(name[name.index(after: colon)...]) else { return nil }
+            port = value
+            name = name[..<colon]
+        }
+        guard !name.isEmpty, (1...65535).contains(port), !name.contains(where: { "/@?# ".contains($0) }) else { return nil }
+        return Host(host: String(name), port: port)
+    }
+
+    /// Whether sessions must pick among hosts, or check what the one host is.
+    package var choosesHost: Bool { hosts.count > 1 || targetSessionAttributes != .any }
+
+    /// The same URL on `host` alone (a session's chosen host), keeping what it asks of it.
+    package func on(_ host: Host) -> DatabaseURL {
+        var copy = self
+        copy.host = host.host
+        copy.port = host.port
+        copy.hosts = [host]
+        return copy
     }
 
     /// Why this URL does not authenticate the server, for a warning in production: anything weaker than
@@ -121,7 +239,7 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     /// The URL with the password replaced by `***`, safe for logs.
     package var description: String {
         let credentials = password == nil ? username : "\(username):***"
-        let location = socketDirectory.map { "\(host)?host=\($0)" } ?? "\(host):\(port)"
+        let location = socketDirectory.map { "\(host)?host=\($0)" } ?? hosts.map(\.description).joined(separator: ",")
         return "postgres://\(credentials)@\(location)/\(database)"
     }
 
@@ -137,8 +255,17 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         var items = [URLQueryItem(name: "sslmode", value: tlsMode.rawValue)]
         if let rootCertificateFile { items.append(URLQueryItem(name: "sslrootcert", value: rootCertificateFile)) }
         if let socketDirectory { items.append(URLQueryItem(name: "host", value: socketDirectory)) }
+        if targetSessionAttributes != .any {
+            items.append(URLQueryItem(name: "target_session_attrs", value: targetSessionAttributes.rawValue))
+        }
+        if let connectTimeout { items.append(URLQueryItem(name: "connect_timeout", value: "\(connectTimeout.components.seconds)")) }
+        if loadBalanceHosts { items.append(URLQueryItem(name: "load_balance_hosts", value: "random")) }
         components.queryItems = items
-        return components.string ?? ""
+        guard hosts.count > 1, let text = components.string, let placeholder = text.range(of: "@\(Host(host: host, port: port))") else {
+            return components.string ?? ""
+        }
+        // libpq's host list in place of the URL's one host.
+        return text.replacingCharacters(in: placeholder, with: "@" + hosts.map(\.description).joined(separator: ","))
     }
 
     /// The TLS client configuration `sslmode` asks for (libpq's meaning), nil for `disable`.

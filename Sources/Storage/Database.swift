@@ -40,20 +40,116 @@ package enum Database {
         logger: Logger,
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
+        try await withChosenConnection(url: url, route: route, applicationName: applicationName, logger: logger) { connection, _ in
+            try await body(connection)
+        }
+    }
+
+    /// ``withConnection(url:route:applicationName:logger:_:)`` that also tells `body` which of the URL's hosts it is on
+    /// (the URL of that host alone).
+    package static func withChosenConnection<T: Sendable>(
+        url: DatabaseURL,
+        route: DatabaseSession.Route? = nil,
+        applicationName: String,
+        logger: Logger,
+        _ body: (PostgresConnection, DatabaseURL) async throws -> T
+    ) async throws -> T {
         let connection: PostgresConnection
+        let chosen: DatabaseURL
         do {
-            connection = try await connect(url: url, route: route ?? .direct, applicationName: applicationName, logger: logger)
+            (connection, chosen) = try await connectChoosing(
+                url: url,
+                route: route ?? .direct,
+                applicationName: applicationName,
+                logger: logger
+            )
         } catch let error as DatabaseError where route == nil && error.reason.contains("unsupported startup parameter") {
-            connection = try await connect(url: url, route: .pooled, applicationName: applicationName, logger: logger)
+            (connection, chosen) = try await connectChoosing(url: url, route: .pooled, applicationName: applicationName, logger: logger)
         }
         do {
-            let result = try await body(connection)
+            let result = try await body(connection, chosen)
             try? await connection.close()
             return result
         } catch {
             try? await connection.close()
             throw error
         }
+    }
+
+    /// Connects to the first of `url`'s hosts that answers and is what its `target_session_attrs` asks, in libpq's
+    /// order and meaning (see ``DatabaseURL``); with one host and `any`, to that host. Returns the connection and the
+    /// URL of the host chosen. No host that fits: an `unavailable` error naming what each host was.
+    static func connectChoosing(
+        url: DatabaseURL,
+        route: DatabaseSession.Route,
+        applicationName: String,
+        logger: Logger
+    ) async throws -> (PostgresConnection, DatabaseURL) {
+        let timeout = url.connectTimeout ?? .seconds(5)
+        guard url.choosesHost else {
+            return (
+                try await connect(url: url, route: route, applicationName: applicationName, connectTimeout: timeout, logger: logger), url
+            )
+        }
+        let hosts = url.loadBalanceHosts ? url.hosts.shuffled() : url.hosts
+        let wanted = url.targetSessionAttributes
+        var reasons: [String] = []
+        // prefer-standby: a standby first, else any host that answers.
+        for attributes in wanted == .preferStandby ? [.standby, .any] : [wanted] {
+            for host in hosts {
+                let candidate = url.on(host)
+                let connection: PostgresConnection
+                do {
+                    connection = try await connect(
+                        url: candidate,
+                        route: route,
+                        applicationName: applicationName,
+                        connectTimeout: timeout,
+                        logger: logger
+                    )
+                } catch let error as DatabaseError where error.reason.contains("unsupported startup parameter") {
+                    throw error  // a pooler: the caller tries again without the parameters
+                } catch {
+                    if attributes == wanted || wanted != .preferStandby { reasons.append("\(host): \(DatabaseError.describe(error))") }
+                    continue
+                }
+                do {
+                    if try await session(connection, is: attributes, logger: logger) { return (connection, candidate) }
+                    reasons.append("\(host): not \(attributes.rawValue)")
+                } catch {
+                    reasons.append("\(host): \(DatabaseError.describe(error))")
+                }
+                _ = try? await connection.close()
+            }
+        }
+        throw DatabaseError(
+            code: .unavailable,
+            context: "connecting to \(url)",
+            reason: "no host is \(wanted.rawValue) (\(reasons.joined(separator: "; ")))"
+        )
+    }
+
+    /// Whether the session on `connection` is what `attributes` asks (libpq: `read-write` and `read-only` by
+    /// `transaction_read_only`, `primary` and `standby` by `pg_is_in_recovery()`).
+    package static func session(
+        _ connection: PostgresConnection,
+        is attributes: DatabaseURL.TargetSessionAttributes,
+        logger: Logger
+    )
+        async throws -> Bool
+    {
+        guard attributes != .any else { return true }
+        let rows = try await connection.query("SELECT current_setting('transaction_read_only'), pg_is_in_recovery()", logger: logger)
+        for try await (readOnly, recovery) in rows.decode((String, Bool).self) {
+            switch attributes {
+            case .any: return true
+            case .readWrite: return readOnly == "off"
+            case .readOnly: return readOnly == "on"
+            case .primary: return !recovery
+            case .standby, .preferStandby: return recovery
+            }
+        }
+        return false
     }
 
     static func connect(

@@ -12,7 +12,7 @@ extension DatabaseClient {
     /// connection came within `leaseTimeout`), `outcomeUnknown` (the server never answered), or the server's error.
     package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         if !health.isUp { await health.waitUntilSettled() }
-        guard health.isUp, let (pool, session) = current.withLockedValue({ $0 }) else {
+        guard health.isUp, let (pool, session, _) = current.withLockedValue({ $0 }) else {
             throw DatabaseError(code: .unavailable, context: "waiting for a database connection", reason: health.problem ?? "not connected")
         }
         let lease = NIOLockedValueBox(LeaseState<PostgresConnection>())

@@ -28,7 +28,7 @@ package final class DatabaseClient: Service, Sendable {
     let probeInterval: Duration
     package let health: DatabaseHealth
     let logger: Logger
-    let current = NIOLockedValueBox<(pool: PostgresClient, session: DatabaseSession)?>(nil)
+    let current = NIOLockedValueBox<(pool: PostgresClient, session: DatabaseSession, host: DatabaseURL.Host?)?>(nil)
 
     package init(
         url: DatabaseURL,
@@ -73,8 +73,9 @@ package final class DatabaseClient: Service, Sendable {
             var previous: Task<Void, Never>?
             while !Task.isCancelled {
                 let session: DatabaseSession
+                let chosen: DatabaseURL
                 do {
-                    session = try await DatabaseSession.detect(url: url, applicationName: applicationName, logger: logger)
+                    (session, chosen) = try await DatabaseSession.detectChoosing(url: url, applicationName: applicationName, logger: logger)
                 } catch {
                     if Task.isCancelled { break }
                     health.failed(Self.describe(error))
@@ -82,9 +83,9 @@ package final class DatabaseClient: Service, Sendable {
                     continue
                 }
                 backoff.reset()
-                announce(session)
+                announce(session, on: chosen)
                 let pool = Database.makeClient(
-                    url: url,
+                    url: chosen,
                     route: session.route,
                     applicationName: applicationName,
                     keepOpen: keepOpen,
@@ -99,20 +100,27 @@ package final class DatabaseClient: Service, Sendable {
                         running.cancel()
                     }
                 }
-                current.withLockedValue { $0 = (pool, session) }
+                current.withLockedValue { $0 = (pool, session, chosen.hosts.first) }
                 previous?.cancel()
                 previous = running
                 health.probeSucceeded()
-                // The probe returns when the database came back after an outage: this pool's backoff is spent.
-                await probe(session: session)
+                // The probe returns when the database came back after an outage (this pool's backoff is spent), or,
+                // with several hosts, when the chosen one stopped answering or stopped being what the URL asks.
+                await probe(session: session, on: chosen)
             }
             previous?.cancel()
         }
     }
 
-    private func announce(_ session: DatabaseSession) {
-        let previous = self.session
-        guard previous != session else { return }
+    private func announce(_ session: DatabaseSession, on chosen: DatabaseURL) {
+        let previous = current.withLockedValue { $0.map { ($0.session, $0.host) } }
+        if url.choosesHost, previous?.1 != chosen.hosts.first {
+            logger.notice(
+                "Database host: \(chosen.hosts.first.map { "\($0)" } ?? chosen.host) (\(url.targetSessionAttributes.rawValue), of \(url.hosts.count))",
+                metadata: ["db.url": "\(url)"]
+            )
+        }
+        guard previous?.0 != session else { return }
         logger.info("Database session: \(session)", metadata: ["db.url": "\(url)", "db.route": "\(session.route.rawValue)"])
         if session.isPooled {
             logger.notice(
@@ -128,9 +136,10 @@ package final class DatabaseClient: Service, Sendable {
 
     /// Probes once per `probeInterval` on a connection of its own until cancelled or until the database answers
     /// again after having been down.
-    private func probe(session: DatabaseSession) async {
+    private func probe(session: DatabaseSession, on chosen: DatabaseURL) async {
         var connection: PostgresConnection?
         var wasDown = false
+        let wanted = url.targetSessionAttributes
         probing: while !Task.isCancelled {
             do {
                 let live: PostgresConnection
@@ -140,7 +149,7 @@ package final class DatabaseClient: Service, Sendable {
                     if let stale = connection { await Self.close(stale) }
                     connection = nil
                     live = try await Database.connect(
-                        url: url,
+                        url: chosen,
                         route: session.route,
                         applicationName: applicationName + "-probe",
                         connectTimeout: probeInterval + .milliseconds(500),
@@ -148,8 +157,19 @@ package final class DatabaseClient: Service, Sendable {
                     )
                     connection = live
                 }
-                try await withDeadline(probeInterval + .milliseconds(500)) { [logger] in
-                    try await live.query("SELECT 1", logger: logger)
+                let fits = try await withDeadline(probeInterval + .milliseconds(500)) { [logger] in
+                    if wanted == .any || wanted == .preferStandby {
+                        try await live.query("SELECT 1", logger: logger)
+                        return true
+                    }
+                    return try await Database.session(live, is: wanted, logger: logger)
+                }
+                guard fits else {
+                    throw DatabaseError(
+                        code: .unavailable,
+                        context: "probing \(chosen)",
+                        reason: "\(chosen.hosts.first.map { "\($0)" } ?? chosen.host) is no longer \(wanted.rawValue)"
+                    )
                 }
                 if wasDown { break probing }
                 health.probeSucceeded()
@@ -159,6 +179,8 @@ package final class DatabaseClient: Service, Sendable {
                 health.failed(Self.describe(error))
                 if let stale = connection { await Self.close(stale) }
                 connection = nil
+                // Several hosts: look for the one that fits now (a standby promoted) rather than wait for this one.
+                if url.choosesHost { break probing }
             }
             try? await Task.sleep(for: probeInterval)
         }

@@ -59,6 +59,18 @@ package struct DatabaseSession: Sendable, Equatable, CustomStringConvertible {
     /// Connects once and finds the route: the marker echoed means direct; refused (`unsupported startup parameter`)
     /// or dropped means a pooler, whose timeouts are then read from the session.
     package static func detect(url: DatabaseURL, applicationName: String, logger: Logger) async throws -> DatabaseSession {
+        try await detectChoosing(url: url, applicationName: applicationName, logger: logger).session
+    }
+
+    /// ``detect(url:applicationName:logger:)`` on the first of the URL's hosts that fits it (``Database``'s choice),
+    /// with the URL of that host alone, for the pool.
+    package static func detectChoosing(
+        url: DatabaseURL,
+        applicationName: String,
+        logger: Logger
+    ) async throws -> (
+        session: DatabaseSession, url: DatabaseURL
+    ) {
         do {
             return try await read(url: url, route: .direct, applicationName: applicationName, logger: logger)
         } catch let error as DatabaseError where error.reason.contains("unsupported startup parameter") {
@@ -66,8 +78,17 @@ package struct DatabaseSession: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    private static func read(url: DatabaseURL, route: Route, applicationName: String, logger: Logger) async throws -> DatabaseSession {
-        try await Database.withConnection(url: url, route: route, applicationName: applicationName, logger: logger) { connection in
+    private static func read(
+        url: DatabaseURL,
+        route: Route,
+        applicationName: String,
+        logger: Logger
+    ) async throws -> (
+        session: DatabaseSession, url: DatabaseURL
+    ) {
+        try await Database.withChosenConnection(url: url, route: route, applicationName: applicationName, logger: logger) {
+            connection,
+            chosen in
             let rows = try await connection.query(
                 """
                 SELECT current_setting('pushchat.direct', true), current_setting('statement_timeout'),
@@ -76,11 +97,12 @@ package struct DatabaseSession: Sendable, Equatable, CustomStringConvertible {
                 logger: logger
             )
             for try await (marker, statement, lock) in rows.decode((String?, String, String).self) {
-                return DatabaseSession(
+                let session = DatabaseSession(
                     route: marker == "on" ? .direct : .pooled,
                     statementTimeout: Self.parse(statement),
                     lockTimeout: Self.parse(lock)
                 )
+                return (session, chosen)
             }
             throw DatabaseError(code: .queryFailed, context: "reading the session's settings", reason: "no row")
         }

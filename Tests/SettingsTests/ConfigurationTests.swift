@@ -223,6 +223,41 @@ import Testing
         #expect(mode?.description.contains("verify-ca, verify-full") == true)
     }
 
+    /// libpq's multi-host URLs: hosts in order with their ports (5432 when left out), what the session must be,
+    /// each host's connect timeout; kept whole in the connection string a child process gets.
+    @Test func multiHostURLsFollowLibpq() throws {
+        let url = try DatabaseURL(
+            parsing: "postgres://u:pw@db1.example:5433,db2.example,[::1]:6000/chat?target_session_attrs=read-write&connect_timeout=3"
+        )
+        #expect(
+            url.hosts == [
+                .init(host: "db1.example", port: 5433), .init(host: "db2.example", port: 5432), .init(host: "::1", port: 6000),
+            ]
+        )
+        #expect(url.host == "db1.example" && url.port == 5433, "sessions start with the first")
+        #expect(url.targetSessionAttributes == .readWrite)
+        #expect(url.connectTimeout == .seconds(3))
+        #expect(url.choosesHost)
+        #expect(url.username == "u" && url.password == "pw" && url.database == "chat")
+        #expect(url.description == "postgres://u:***@db1.example:5433,db2.example:5432,[::1]:6000/chat")
+        #expect(try DatabaseURL(parsing: url.connectionString) == url)
+        let second = url.on(url.hosts[1])
+        #expect(second.host == "db2.example" && second.port == 5432 && second.hosts.count == 1)
+        #expect(second.targetSessionAttributes == .readWrite && second.choosesHost, "the chosen host is still checked")
+        for value in DatabaseURL.TargetSessionAttributes.allCases {
+            #expect(try DatabaseURL(parsing: "postgres://u@a,b/d?target_session_attrs=\(value.rawValue)").targetSessionAttributes == value)
+        }
+        #expect(try DatabaseURL(parsing: "postgres://u@a,b/d?load_balance_hosts=random").loadBalanceHosts)
+        #expect(try DatabaseURL(parsing: "postgres://u@a/d").choosesHost == false, "one host, any session: as before")
+        #expect(try DatabaseURL(parsing: "postgres://u@a/d?connect_timeout=1").connectTimeout == .seconds(2), "libpq: 1 counts as 2")
+        for bad in [
+            "postgres://u@a,b/d?target_session_attrs=writable", "postgres://u@a,/d", "postgres://u@a,b:x/d", "postgres://u@a,b:70000/d",
+            "postgres://u@a,b/d?connect_timeout=soon", "postgres://u@a,b/d?load_balance_hosts=yes",
+        ] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try DatabaseURL(parsing: bad) }
+        }
+    }
+
     @Test(arguments: ["localhost:5432", "postgres://localhost/db", "postgres://u@h/db?foo=bar", "http://u@h/db", "postgres://u@h:99999/db"])
     func rejects(text: String) {
         #expect(throws: ConfigurationError.self) { try DatabaseURL(parsing: text) }
