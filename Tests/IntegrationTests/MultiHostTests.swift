@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import NIOConcurrencyHelpers
 import PostgresNIO
 import Testing
 
@@ -86,6 +87,73 @@ import Testing
                     as: Int64.self
                 )
                 #expect(rows == 1, "the join after the promotion is on A")
+            }
+        }
+    }
+
+    /// A primary and its synchronous standby (`pg_basebackup -R`): the primary crashes (`-m immediate`) while joins
+    /// come every 20 ms, the standby is promoted, and the API follows by itself. Every join it answered 200 is on the
+    /// promoted standby (synchronous replication: nothing acknowledged is lost).
+    @Test func aPromotedSynchronousStandbyHasEveryAcknowledgedJoin() async throws {
+        try await ScratchCluster.with { primary in
+            let standby = try primary.standby()
+            defer { standby.remove() }
+            try await TestDatabase.admin(try primary.url(), "ALTER SYSTEM SET synchronous_standby_names = '*'")
+            try await TestDatabase.admin(try primary.url(), "SELECT pg_reload_conf()")
+            // The test clusters run with synchronous_commit off for speed; the API's database waits for the standby.
+            try await TestDatabase.admin(try primary.url(), "ALTER DATABASE pushchat SET synchronous_commit = on")
+            let streaming = ContinuousClock.now
+            while try await TestDatabase.scalar(
+                try primary.url(),
+                "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+                as: Int64.self
+            ) != 1 {
+                guard streaming.duration(to: .now) < .seconds(20) else {
+                    Issue.record("the standby never became synchronous")
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let url = try Self.url([primary.port, standby.port], "target_session_attrs=read-write&connect_timeout=2")
+            try await APIHarness.run(configuration: APIHarness.configuration(url: url, mode: .production)) { api in
+                let acknowledged = NIOLockedValueBox<[Int]>([])
+                let promotedAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+                let backAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+                let joins = Task {
+                    var n = 1
+                    while !Task.isCancelled {
+                        if (try? await DatabaseOutageTests.join(api, n).status) == .ok {
+                            acknowledged.withLockedValue { $0.append(n) }
+                            if promotedAt.withLockedValue({ $0 }) != nil { backAt.withLockedValue { $0 = $0 ?? .now } }
+                        }
+                        n += 1
+                        try? await Task.sleep(for: .milliseconds(20))
+                    }
+                }
+                try await Task.sleep(for: .seconds(1))
+                try primary.crash()
+                try await Task.sleep(for: .milliseconds(500))
+                try standby.promote()
+                promotedAt.withLockedValue { $0 = .now }
+                let deadline = ContinuousClock.now + .seconds(15)
+                while backAt.withLockedValue({ $0 }) == nil && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                joins.cancel()
+                _ = await joins.value
+                let promoted = try #require(promotedAt.withLockedValue { $0 })
+                let back = try #require(backAt.withLockedValue { $0 }, "the API never answered 200 after the promotion")
+                #expect(promoted.duration(to: back) < .seconds(10), "200 again \(promoted.duration(to: back)) after the promotion")
+                print("failover: the API answered 200 again \(promoted.duration(to: back)) after the standby's promotion")
+                let udids = acknowledged.withLockedValue { $0 }.map { Device.udid($0) }
+                let kept = try await TestDatabase.scalar(
+                    try standby.url(database: "pushchat"),
+                    "SELECT count(*) FROM active_users WHERE udid = ANY(\(udids))",
+                    as: Int64.self
+                )
+                #expect(udids.count > 20, "joins were answered before and after: \(udids.count)")
+                #expect(kept == Int64(udids.count), "every acknowledged join is on the promoted standby: \(kept) of \(udids.count)")
             }
         }
     }

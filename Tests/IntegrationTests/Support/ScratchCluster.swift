@@ -44,6 +44,30 @@ struct ScratchCluster: Sendable {
         _ = try Self.shell(". scripts/lib/postgres.sh && pg_restart '\(directory)' \(port) tls")
     }
 
+    /// A streaming standby of this cluster (`pg_basebackup -R`, as the guide's HA section makes one), started on a
+    /// port of its own; `remove()` it when done.
+    func standby() throws -> ScratchCluster {
+        let directory = self.directory + "-standby"
+        let output = try Self.shell(
+            ". scripts/lib/postgres.sh && bin=$(pg_bindir) && mkdir -p '\(directory)'"
+                + " && if [ \"$(id -u)\" -eq 0 ]; then chown postgres: '\(directory)'; fi && chmod 700 '\(directory)'"
+                + " && pg_as_owner \"$bin/pg_basebackup\" -h 127.0.0.1 -p \(port) -U postgres -D '\(directory)' -R -X stream --checkpoint=fast >&2"
+                + " && pg_self_signed_certificate '\(directory)' >/dev/null && port=$(pg_free_port)"
+                + " && pg_restart '\(directory)' $port tls && echo $port"
+        )
+        return ScratchCluster(directory: directory, port: Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0)
+    }
+
+    /// `pg_ctl promote`: a standby becomes a primary.
+    func promote() throws {
+        _ = try Self.shell(". scripts/lib/postgres.sh && pg_as_owner \"$(pg_bindir)/pg_ctl\" -D '\(directory)' -w promote >&2")
+    }
+
+    /// `pg_ctl stop -m immediate`: the server goes as a crashed machine's would, without a shutdown checkpoint.
+    func crash() throws {
+        _ = try Self.shell(". scripts/lib/postgres.sh && pg_as_owner \"$(pg_bindir)/pg_ctl\" -D '\(directory)' -m immediate -w stop >&2")
+    }
+
     /// SIGSTOP to the server and its backends: a database that takes connections' bytes and never answers (a hung
     /// host); `resume()` sends SIGCONT.
     func freeze() throws {
