@@ -80,13 +80,17 @@ package struct DatabaseError: PushChatError {
 
     /// Whether the database was not there to ask (answered 503 with `Retry-After`), as opposed to a refusal or an
     /// error of the statement itself.
+    /// The SQLSTATEs after which nothing was written and a retry may succeed: query_canceled (statement_timeout),
+    /// lock_not_available (lock_timeout), admin_shutdown, crash_shutdown, cannot_connect_now, and
+    /// read_only_sql_transaction (the host became a standby; with several hosts, the probe finds the primary).
+    static let unavailableStates: Set<String> = ["57014", "55P03", "57P01", "57P02", "57P03", "25006"]
+
     package static func isUnavailable(_ error: any Error) -> Bool {
-        if let error = error as? DatabaseError { return error.code == .unavailable || error.code == .outcomeUnknown }
-        guard let error = error as? PSQLError else { return false }
-        if let state = error.serverInfo?[.sqlState] {
-            // query_canceled (statement_timeout), lock_not_available (lock_timeout), admin_shutdown, cannot_connect_now
-            return ["57014", "55P03", "57P01", "57P02", "57P03"].contains(state)
+        if let error = error as? DatabaseError {
+            return error.code == .unavailable || error.code == .outcomeUnknown || error.sqlState.map(unavailableStates.contains) == true
         }
+        guard let error = error as? PSQLError else { return false }
+        if let state = error.serverInfo?[.sqlState] { return unavailableStates.contains(state) }
         // The connection went (the database stopped or the pool closed): unavailable. A decoding failure or a bad
         // statement is our error: 500.
         return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown, .poolClosed].contains(error.code)

@@ -93,6 +93,41 @@ import Testing
         }
     }
 
+    /// The host in use becomes read-only under the API (its sessions end and come back read-only, as a demoted
+    /// primary's would) while the other becomes writable: a write refused as read-only is a 503 (nothing was written),
+    /// never a 500, and the API moves to the writable host within 10 s.
+    @Test func aHostThatBecomesReadOnlyIsLeftForTheWritableOne() async throws {
+        try await ScratchCluster.with { a in
+            try await ScratchCluster.with { b in
+                try await Self.readOnly(b, true)
+                let url = try Self.url([a.port, b.port], "target_session_attrs=read-write&connect_timeout=2")
+                try await APIHarness.run(configuration: APIHarness.configuration(url: url, mode: .production)) { api in
+                    #expect(try await DatabaseOutageTests.join(api, 1).status == .ok)
+                    try await Self.readOnly(a, true)
+                    try await Self.readOnly(b, false)
+                    try await TestDatabase.admin(
+                        try a.url(),
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'pushchat' AND pid <> pg_backend_pid()"
+                    )
+                    let switched = ContinuousClock.now
+                    var statuses: [HTTPResponse.Status] = []
+                    while statuses.last != .ok && switched.duration(to: .now) < .seconds(15) {
+                        statuses.append(try await DatabaseOutageTests.join(api, 2 + statuses.count).status)
+                        if statuses.last != .ok { try await Task.sleep(for: .milliseconds(100)) }
+                    }
+                    #expect(statuses.last == .ok && switched.duration(to: .now) < .seconds(10), "\(statuses.map(\.code))")
+                    #expect(statuses.allSatisfy { $0 == .ok || $0 == .serviceUnavailable }, "never a 500: \(statuses.map(\.code))")
+                }
+                let onB = try await TestDatabase.scalar(
+                    try b.url(database: "pushchat"),
+                    "SELECT count(*) FROM active_users",
+                    as: Int64.self
+                )
+                #expect(onB == 1, "the join after the switch is on B")
+            }
+        }
+    }
+
     /// A primary and its synchronous standby (`pg_basebackup -R`): the primary crashes (`-m immediate`) while joins
     /// come every 20 ms, the standby is promoted, and the API follows by itself. Every join it answered 200 is on the
     /// promoted standby (synchronous replication: nothing acknowledged is lost).
