@@ -128,14 +128,16 @@ import Testing
         }
     }
 
-    /// A primary and its synchronous standby (`pg_basebackup -R`): the primary crashes (`-m immediate`) while joins
-    /// come every 20 ms, the standby is promoted, and the API follows by itself. Every join it answered 200 is on the
-    /// promoted standby (synchronous replication: nothing acknowledged is lost).
-    @Test func aPromotedSynchronousStandbyHasEveryAcknowledgedJoin() async throws {
+    /// A primary and its standby (`pg_basebackup -R`): the primary crashes (`-m immediate`) while joins come every
+    /// 20 ms, the standby is promoted, and the API follows by itself. Synchronous (`synchronous_standby_names`), every
+    /// join it answered 200 is on the promoted standby; asynchronous, what was lost is reported, not asserted (the
+    /// acknowledged rows in WAL not yet streamed at the crash).
+    @Test(arguments: [true, false])
+    func aPromotedStandbyAndTheAcknowledgedJoins(synchronous: Bool) async throws {
         try await ScratchCluster.with { primary in
             let standby = try primary.standby()
             defer { standby.remove() }
-            try await Self.makeSynchronous(primary)
+            try await Self.replicate(primary, synchronous: synchronous)
             let url = try Self.url([primary.port, standby.port], "target_session_attrs=read-write&connect_timeout=2")
             try await APIHarness.run(configuration: APIHarness.configuration(url: url, mode: .production)) { api in
                 let acknowledged = NIOLockedValueBox<[Int]>([])
@@ -175,7 +177,12 @@ import Testing
                     as: Int64.self
                 )
                 #expect(udids.count > 20, "joins were answered before and after: \(udids.count)")
-                #expect(kept == Int64(udids.count), "every acknowledged join is on the promoted standby: \(kept) of \(udids.count)")
+                print(
+                    "failover, \(synchronous ? "synchronous" : "asynchronous") standby: \(Int64(udids.count) - kept) of \(udids.count) acknowledged joins lost"
+                )
+                if synchronous {
+                    #expect(kept == Int64(udids.count), "every acknowledged join is on the promoted standby: \(kept) of \(udids.count)")
+                }
             }
         }
     }
@@ -187,7 +194,7 @@ import Testing
         try await ScratchCluster.with { primary in
             let standby = try primary.standby()
             defer { standby.remove() }
-            try await Self.makeSynchronous(primary)
+            try await Self.replicate(primary, synchronous: true)
             let rows = 20_000
             try await TestDatabase.withConnection(try primary.url(database: "pushchat")) { connection in
                 try await connection.query(
@@ -233,21 +240,22 @@ import Testing
         }
     }
 
-    /// Makes `primary`'s database commit only once its standby has the WAL (`synchronous_standby_names`), and waits
-    /// until the standby streams synchronously.
-    static func makeSynchronous(_ primary: ScratchCluster) async throws {
-        try await TestDatabase.admin(try primary.url(), "ALTER SYSTEM SET synchronous_standby_names = '*'")
-        try await TestDatabase.admin(try primary.url(), "SELECT pg_reload_conf()")
-        // The test clusters run with synchronous_commit off for speed; the service's database waits for the standby.
+    /// Makes `primary`'s database durable as Debian's default (`synchronous_commit = on`: the test clusters run with
+    /// it off for speed) and, `synchronous`, commit only once its standby has the WAL (`synchronous_standby_names`);
+    /// waits until the standby streams (synchronously when asked).
+    static func replicate(_ primary: ScratchCluster, synchronous: Bool) async throws {
+        if synchronous {
+            try await TestDatabase.admin(try primary.url(), "ALTER SYSTEM SET synchronous_standby_names = '*'")
+            try await TestDatabase.admin(try primary.url(), "SELECT pg_reload_conf()")
+        }
         try await TestDatabase.admin(try primary.url(), "ALTER DATABASE pushchat SET synchronous_commit = on")
+        let state = synchronous ? "sync" : "async"
         let streaming = ContinuousClock.now
         while try await TestDatabase.scalar(
             try primary.url(),
-            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+            "SELECT count(*) FROM pg_stat_replication WHERE sync_state = \(state)",
             as: Int64.self
-        )
-            != 1
-        {
+        ) != 1 {
             guard streaming.duration(to: .now) < .seconds(20) else { throw CancellationError() }
             try await Task.sleep(for: .milliseconds(100))
         }
