@@ -483,17 +483,26 @@ fi
 # A unit's ExecStart as systemd runs it: in the foreground (a oneshot's run), or started (a service: its pid kept).
 # The unit files: the installed release's, or (the upgrade) the copies in /etc/systemd/system the guide makes.
 units_dir=$prefix/current/deploy/systemd
-declare -A unit_pids=()
+declare -A unit_pids=() unit_logs=()
 unit() { python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$units_dir/$1"; }
 start_unit() {
     python3 "$repo/scripts/lib/unit.py" "${maps[@]}" "$units_dir/$1" >"$2" 2>&1 &
     pids+=($!)
     unit_pids[$1]=$!
+    unit_logs[$1]=$2
 }
-# `systemctl restart UNIT` for a service started by start_unit: SIGTERM, status 0, started again (a new log).
+# `systemctl restart UNIT` for a service started by start_unit: SIGTERM, status 0, started again (a new log). As
+# systemd finishes a start before it acts on the next job, a unit restarted twice in a row is first up (its log says
+# it started, its SIGTERM handler in place) before the second SIGTERM; a process killed while still starting would die
+# of the signal (status 143, which systemd also counts as a clean stop).
 restart_unit() {
     local name=$1.service pid=${unit_pids[$1.service]:-}
     [ -n "$pid" ] || die "systemctl restart $1: the unit is not running"
+    for _ in $(seq 1 200); do
+        grep -q ' started' "${unit_logs[$name]}" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
     kill -TERM "$pid"
     wait "$pid" || die "$1 exited with status $? on systemctl restart"
     local kept=() other
