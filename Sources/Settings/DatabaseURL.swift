@@ -22,18 +22,7 @@ package import Support
 /// `pg_is_in_recovery()`), `prefer-standby` (a standby, else any). `connect_timeout` (seconds) bounds each host's try.
 package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     /// One `host:port` of the URL's host list.
-    package struct Host: Sendable, Equatable, CustomStringConvertible {
-        package var host: String
-        package var port: Int
-
-        package init(host: String, port: Int) {
-            self.host = host
-            self.port = port
-        }
-
-        /// `h:5432`, `[::1]:5432`.
-        package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-    }
+    package typealias Host = Endpoint
 
     /// libpq's `target_session_attrs`: which of the hosts a session may use.
     package enum TargetSessionAttributes: String, Sendable, CaseIterable {
@@ -186,25 +175,13 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         self.socketDirectory = socketDirectory
     }
 
-    /// One entry of a host list: `host`, `host:port`, `[v6]` or `[v6]:port`.
+    /// One entry of a host list: `host`, `host:port`, `[v6]` or `[v6]:port` (libpq's port 5432 when left out).
     static func host(_ entry: String) -> Host? {
-        var name = Substring(entry)
-        var port = 5432
-        if name.hasPrefix("[") {
-            guard let close = name.firstIndex(of: "]") else { return nil }
-            let after = name[name.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":"), let value = Int(after.dropFirst()) else { return nil }
-                port = value
-            }
-            name = name[name.index(after: name.startIndex)..<close]
-        } else if let colon = name.lastIndex(of: ":") {
-            guard let value = Int(name[name.index(after: colon)...]) else { return nil }
-            port = value
-            name = name[..<colon]
+        let hasPort = entry.hasPrefix("[") ? entry.hasSuffix("]") == false : entry.contains(":")
+        guard let host = Endpoint(parsing: hasPort ? entry : entry + ":5432"), !host.host.contains(where: { "/@?#".contains($0) }) else {
+            return nil
         }
-        guard !name.isEmpty, (1...65535).contains(port), !name.contains(where: { "/@?# ".contains($0) }) else { return nil }
-        return Host(host: String(name), port: port)
+        return host
     }
 
     /// Whether sessions must pick among hosts, or check what the one host is.
