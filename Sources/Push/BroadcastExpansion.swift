@@ -37,7 +37,7 @@ struct BroadcastExpansion: Sendable {
                 if !result.moved {
                     // Another daemon's batch holds the notification (or a cancellation came first): look again when
                     // its rows are queued (its NOTIFY), not in a loop of statements that find the row locked.
-                    await context.signal.wait(after: generation, timeout: .milliseconds(50))
+                    await context.signal.wait(after: generation, timeout: context.pollInterval)
                 }
                 context.metrics.broadcastExpanded.increment(by: result.queued)
                 if result.done {

@@ -29,6 +29,10 @@ struct SenderDriver<D: Destination>: Sendable {
     /// work: an app that sends now and then holds no connection in between.
     var onDemand = false
 
+    /// How long a loop waits for an event that should have woken it before it looks anyway (never the pace of
+    /// anything: every change it waits for signals it).
+    static var safetyWait: Duration { .seconds(30) }
+
     var settings: PushSettings { context.settings }
     var outcomes: Outcomes { context.outcomes }
     var signal: QueueSignal { context.signal }
@@ -183,7 +187,11 @@ struct SenderDriver<D: Destination>: Sendable {
                 }
             }
             if batch.isEmpty {
-                await QueueSignal.wait(for: [(session.wake, wakeGeneration), (signal, queueGeneration)], timeout: .seconds(1))
+                // Every change that gives the writer work wakes it (rows claimed, answers, the link closing, shutdown
+                // through the queue's signal); the timeout is the idle close's moment, else a safety net.
+                let idleLeft = idleSince.map { settings.connectionIdle - $0.duration(to: .now) }
+                let timeout = closesWhenIdle ? max(.milliseconds(1), idleLeft ?? settings.connectionIdle) : Self.safetyWait
+                await QueueSignal.wait(for: [(session.wake, wakeGeneration), (signal, queueGeneration)], timeout: timeout)
                 continue
             }
             let (requests, unavailable) = prepare(batch)
@@ -201,7 +209,8 @@ struct SenderDriver<D: Destination>: Sendable {
         while ContinuousClock.now < deadline {
             let generation = session.wake.generation
             if session.read(\.inFlight) <= 0 { break }
-            await session.wake.wait(after: generation, timeout: min(.milliseconds(100), deadline - .now))
+            // Each answer wakes it (the reader records it in the session).
+            await session.wake.wait(after: generation, timeout: deadline - .now)
         }
         inFlight.set(0)
         await link.close()
@@ -216,10 +225,15 @@ struct SenderDriver<D: Destination>: Sendable {
             let wakeGeneration = session.wake.generation
             let closingGeneration = session.closing.generation
             let queueGeneration = signal.generation
+            let stoppingGeneration = shutdown.requestedSignal.generation
             let (open, wanted) = session.read { ($0.open, $0.wantsClaim(batchSize: settings.batchSize)) }
             guard open else { return }
             if !wanted {
-                await session.wake.wait(after: wakeGeneration, timeout: .seconds(1))
+                // The writer taking rows wakes it, as does the session closing or shutdown.
+                await QueueSignal.wait(
+                    for: [(session.wake, wakeGeneration), (shutdown.requestedSignal, stoppingGeneration)],
+                    timeout: Self.safetyWait
+                )
                 continue
             }
             // push_broadcast_rate: this claim's share of broadcast rows. A connection for broadcast rows only waits
