@@ -200,9 +200,12 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     /// `verify-full` to a host that is not this machine (a Unix socket and loopback are). Nil when it does.
     package var tlsWeakness: String? {
         guard socketDirectory == nil, tlsMode != .verifyFull else { return nil }
-        let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host.lowercased()) || host.hasPrefix("127.")
-        guard !loopback else { return nil }
-        return "sslmode=\(tlsMode.rawValue) to a remote host does not check the server is \(host) "
+        // Every host of a multi-host URL: a standby on another machine is as exposed as the primary.
+        func isLoopback(_ name: String) -> Bool {
+            ["localhost", "127.0.0.1", "::1", "[::1]"].contains(name.lowercased()) || name.hasPrefix("127.")
+        }
+        guard let remote = hosts.map(\.host).first(where: { !isLoopback($0) }) else { return nil }
+        return "sslmode=\(tlsMode.rawValue) to a remote host does not check the server is \(remote) "
             + "(a machine in the path can read the password and every row): use sslmode=verify-full&sslrootcert=FILE"
     }
 

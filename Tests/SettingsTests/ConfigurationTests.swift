@@ -249,6 +249,8 @@ import Testing
         }
         #expect(try DatabaseURL(parsing: "postgres://u@a,b/d?load_balance_hosts=random").loadBalanceHosts)
         #expect(try DatabaseURL(parsing: "postgres://u@a/d").choosesHost == false, "one host, any session: as before")
+        let remoteStandby = try DatabaseURL(parsing: "postgres://u@127.0.0.1:5432,db2.example:5432/d?sslmode=require")
+        #expect(remoteStandby.tlsWeakness?.contains("db2.example") == true, "a remote standby is warned about too")
         #expect(try DatabaseURL(parsing: "postgres://u@a/d?connect_timeout=1").connectTimeout == .seconds(2), "libpq: 1 counts as 2")
         for bad in [
             "postgres://u@a,b/d?target_session_attrs=writable", "postgres://u@a,/d", "postgres://u@a,b:x/d", "postgres://u@a,b:70000/d",
