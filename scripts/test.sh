@@ -122,12 +122,46 @@ if [ "$(id -u)" -eq 0 ]; then
     echo "    executables run as $service_user (setpriv: no capabilities, no new privileges)"
 fi
 
+# The test binary itself (what `swift test --no-parallel` runs, without its buffering of the output), watched: when no
+# test prints anything for PUSHCHAT_TEST_STALL_SECONDS (600), the tests still running and the processes they started
+# are named and the stage fails, instead of a hang using up CI's whole budget without a word.
+run_swift_tests() {
+    local stall=${PUSHCHAT_TEST_STALL_SECONDS:-600} status=0 stalled=0 pid tailer quiet
+    "$bin/pushchat-serverPackageTests.xctest" --testing-library swift-testing --no-parallel "$@" >"$swift_log" 2>&1 &
+    pid=$!
+    tail -n +1 -f --pid=$pid "$swift_log" &
+    tailer=$!
+    while kill -0 $pid 2>/dev/null; do
+        sleep 5
+        quiet=$(($(date +%s) - $(stat -c %Y "$swift_log")))
+        if [ $quiet -ge "$stall" ] && kill -0 $pid 2>/dev/null; then
+            stalled=1
+            {
+                echo "test.sh: no test output for $quiet s; still running:"
+                sed 's/\x1b\[[0-9;]*m//g' "$swift_log" | awk '
+                    / Test .* started\.$/ && !/ Test (case|run) / { name = $0; sub(/^.* Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
+                    / Test .* (passed|failed|skipped)/ { name = $0; sub(/^.* Test /, "", name); sub(/ (passed|failed|skipped).*$/, "", name); delete open[name] }
+                    END { for (name in open) print "    " name }'
+                echo "test.sh: the processes they started:"
+                ps -o pid=,etime=,args= --ppid $pid | sed 's/^/    /' || true
+            } >&2
+            pkill -KILL -P $pid 2>/dev/null || true
+            kill -KILL $pid 2>/dev/null || true
+            break
+        fi
+    done
+    wait $pid || status=$?
+    wait $tailer 2>/dev/null || true
+    [ $stalled -eq 0 ] || { echo "test.sh: the swift tests stalled: stopped after $stall s without output" >&2; return 1; }
+    return $status
+}
+
 if has_stage swift; then
     begin "swift test"
     # Serial: the binary protocol has no acks, so its fault tests cannot tell a CPU-starved gateway from one that
     # accepted; parallel suites (HTTP/2 load beside binary drops) starve it on 2 cores.
     mkdir -p "$(dirname "$swift_log")"
-    swift test --skip-build --no-parallel "$@" 2>&1 | tee "$swift_log"
+    run_swift_tests "$@"
     # Here every test has its PostgreSQL: a test skipped for want of one (`swift test` alone skips them) is a failure.
     if grep -aq "was cancelled after" "$swift_log"; then
         echo "test.sh: tests were skipped:" >&2
