@@ -6,6 +6,7 @@ import PostgresNIO
 import Testing
 
 @testable import API
+@testable import APNs
 @testable import Push
 @testable import Settings
 @testable import Simulator
@@ -237,6 +238,165 @@ import Testing
                 as: Int64.self
             )
             #expect(waiting == 0, "nothing left waiting on the promoted standby")
+        }
+    }
+
+    /// PgBouncer on each database machine and both poolers in the URL (the guide's §17): the read-write check goes
+    /// through each pooler to the server behind it, so the API passes over the standby's pooler, and when the primary
+    /// crashes and the standby is promoted it moves to the other pooler by itself, 200 again within 10 s, and every
+    /// join it answered 200 is on the promoted standby.
+    @Test func theAPIFollowsAPromotionThroughAPoolerOnEachDatabase() async throws {
+        try await ScratchCluster.with { primary in
+            let standby = try primary.standby()
+            defer { standby.remove() }
+            try await Self.replicate(primary, synchronous: true)
+            try await PgBouncer.with(front: primary) { first in
+                try await PgBouncer.with(front: standby) { second in
+                    let url = try Self.url([second.port, first.port], "target_session_attrs=read-write&connect_timeout=2")
+                    #expect(try await Self.port(url) == primary.port, "the standby's pooler, named first, is passed over")
+                    try await APIHarness.run(configuration: APIHarness.configuration(url: url, mode: .production)) { api in
+                        #expect(try await DatabaseOutageTests.join(api, 1).status == .ok)
+                        try primary.crash()
+                        try await Task.sleep(for: .milliseconds(500))
+                        try standby.promote()
+                        let promoted = ContinuousClock.now
+                        var acknowledged: [Int] = [1]
+                        var back: Duration?
+                        for n in 2...1000 where promoted.duration(to: .now) < .seconds(15) {
+                            if (try? await DatabaseOutageTests.join(api, n).status) == .ok {
+                                acknowledged.append(n)
+                                back = back ?? promoted.duration(to: .now)
+                                if acknowledged.count >= 5 { break }
+                            }
+                            try await Task.sleep(for: .milliseconds(50))
+                        }
+                        let switched = try #require(back, "the API never answered 200 after the promotion")
+                        print("failover through PgBouncer: the API answered 200 again \(switched) after the standby's promotion")
+                        #expect(switched < .seconds(10))
+                        #expect(try await Self.port(url) == standby.port, "the URL now reaches the promoted standby")
+                        let kept = try await TestDatabase.scalar(
+                            try standby.url(database: "pushchat"),
+                            "SELECT count(*) FROM active_users WHERE udid = ANY(\(acknowledged.map { Device.udid($0) }))",
+                            as: Int64.self
+                        )
+                        #expect(kept == Int64(acknowledged.count), "every acknowledged join is on the promoted standby")
+                    }
+                }
+            }
+        }
+    }
+
+    /// The whole service on one multi-host URL, as the issue's failover drill: the API and the push daemon (no
+    /// restart), chat (a message every 50 ms from one member of a room to the other) on top of a 20,000-row backlog;
+    /// the primary crashes (`-m immediate`) mid-drain and the synchronous standby is promoted. Every message answered
+    /// 200 arrives at the simulator, the backlog drains, a row arrives twice only if it was not yet sent at the crash,
+    /// the API answers 200 within 10 s of the promotion, and the feedback job runs against the same URL afterwards.
+    @Test func theServiceFollowsAPromotionUnderChatAndABacklog() async throws {
+        try await ScratchCluster.with { primary in
+            let standby = try primary.standby()
+            defer { standby.remove() }
+            try await Self.replicate(primary, synchronous: true)
+            let rows = 20_000
+            let backlogTokens = Set((1...rows).map { String(format: "%064x", 1_000_000 + $0) })
+            try await TestDatabase.withConnection(try primary.url(database: "pushchat")) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO push_queue (device_token, payload)
+                    SELECT lpad(to_hex(1000000 + g), 64, '0'), '{"aps":{"alert":"x"}}' FROM generate_series(1, \(rows)) g
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            let url = try Self.url([primary.port, standby.port], "target_session_attrs=read-write&connect_timeout=2")
+            try await PushHarness.run { harness in
+                try await APIHarness.run(configuration: APIHarness.configuration(url: url, mode: .production)) { api in
+                    for n in 1...3 { #expect(try await DatabaseOutageTests.join(api, n).status == .ok) }
+                    try await harness.withDaemons([harness.configuration(url: url)]) {
+                        let acknowledged = NIOLockedValueBox<[Int]>([])
+                        let crashedAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+                        let promotedAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+                        let backAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+                        let chat = Task {
+                            var n = 1
+                            while !Task.isCancelled {
+                                let status = try? await api.post(["cmd": "message", "udid": Device.udid(1), "text": "chat-\(n)."]).status
+                                if status == .ok {
+                                    acknowledged.withLockedValue { $0.append(n) }
+                                    if promotedAt.withLockedValue({ $0 }) != nil { backAt.withLockedValue { $0 = $0 ?? .now } }
+                                }
+                                n += 1
+                                try? await Task.sleep(for: .milliseconds(50))
+                            }
+                        }
+                        let started = ContinuousClock.now
+                        while harness.simulator.state.counters.accepted < rows / 5 && started.duration(to: .now) < .seconds(60) {
+                            try await Task.sleep(for: .milliseconds(5))
+                        }
+                        let sentBefore = harness.simulator.state.counters.accepted
+                        let drainBefore = Double(sentBefore) / started.duration(to: .now).seconds
+                        try primary.crash()
+                        crashedAt.withLockedValue { $0 = .now }
+                        try await Task.sleep(for: .milliseconds(500))
+                        try standby.promote()
+                        let promoted = ContinuousClock.now
+                        let sentAtPromotion = harness.simulator.state.counters.accepted
+                        promotedAt.withLockedValue { $0 = promoted }
+                        while backAt.withLockedValue({ $0 }) == nil && promoted.duration(to: .now) < .seconds(15) {
+                            try await Task.sleep(for: .milliseconds(50))
+                        }
+                        try await Task.sleep(for: .seconds(2))
+                        chat.cancel()
+                        _ = await chat.value
+                        let messages = acknowledged.withLockedValue { $0 }
+                        let arrived = {
+                            let accepted = harness.simulator.state.accepted
+                            let backlog = Set(accepted.map(\.token)).intersection(backlogTokens)
+                            let payloads = accepted.filter { $0.token == Device.token(2) }.map(\.payload)
+                            return (accepted, backlog, payloads)
+                        }
+                        while promoted.duration(to: .now) < .seconds(60) {
+                            let (_, backlog, payloads) = arrived()
+                            if backlog.count >= rows && payloads.count >= messages.count { break }
+                            try await Task.sleep(for: .milliseconds(100))
+                        }
+                        let drained = promoted.duration(to: .now)
+                        let (accepted, backlog, payloads) = arrived()
+                        let missing = messages.filter { n in !payloads.contains { $0.contains("chat-\(n).") } }
+                        let twice = accepted.count - Set(accepted.map { "\($0.token) \($0.payload)" }).count
+                        let back = try #require(backAt.withLockedValue { $0 }, "the API never answered 200 after the promotion")
+                        let crashed = try #require(crashedAt.withLockedValue { $0 })
+                        print(
+                            """
+                            failover drill: \(sentBefore) of \(rows) backlog rows sent at the crash (\(Int(drainBefore)) rows/s before); \
+                            API 200 again \(crashed.duration(to: back)) after the crash, \(promoted.duration(to: back)) after the promotion; \
+                            \(messages.count) chat messages answered 200, \(missing.count) missing; backlog drained \(drained) after the \
+                            promotion (\(Int(Double(accepted.count - sentAtPromotion) / max(drained.seconds, 0.001))) rows/s after); \(twice) twice
+                            """
+                        )
+                        #expect(promoted.duration(to: back) < .seconds(10), "200 again \(promoted.duration(to: back)) after the promotion")
+                        #expect(missing.isEmpty, "every message answered 200 arrives: missing \(missing.prefix(10))")
+                        #expect(messages.count > 20, "chat went on before and after: \(messages.count) messages")
+                        #expect(backlog.count == rows, "the backlog drains: \(backlog.count) of \(rows)")
+                        #expect(sentBefore < rows, "the crash came mid-drain")
+                        #expect(twice <= rows - sentBefore, "only what was not yet sent at the crash can arrive twice")
+                    }
+                    // The feedback job, run as the deployment runs it, on the same URL after the switch.
+                    harness.simulator.state.setFeedback([
+                        FeedbackTuple(timestamp: UInt32(Date().timeIntervalSince1970), token: DeviceToken.bytes(hex: Device.token(3))!)
+                    ])
+                    var environment = harness.environment(harness.configuration(url: url))
+                    environment["PUSHCHAT_APNS_FEEDBACK"] = "127.0.0.1:\(harness.ports.feedback)"
+                    let job = try Executable(name: "pushchat-feedback").run(["development"], environment: environment)
+                    #expect(job.status == 0, "\(job.standardError)")
+                    #expect(job.standardOutput.contains("Feedback: 1 tuples read, 1 users deleted"), "\(job.standardOutput)")
+                    let left = try await TestDatabase.scalar(
+                        try standby.url(database: "pushchat"),
+                        "SELECT count(*) FROM active_users WHERE udid = \(Device.udid(3))",
+                        as: Int64.self
+                    )
+                    #expect(left == 0, "the feedback job deleted the expired device on the promoted standby")
+                }
+            }
         }
     }
 
