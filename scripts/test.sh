@@ -127,6 +127,7 @@ fi
 # are named and the stage fails, instead of a hang using up CI's whole budget without a word.
 run_swift_tests() {
     local stall=${PUSHCHAT_TEST_STALL_SECONDS:-600} status=0 stalled=0 pid tailer quiet
+    : >"$swift_log"
     "$bin/pushchat-serverPackageTests.xctest" --testing-library swift-testing --no-parallel "$@" >"$swift_log" 2>&1 &
     pid=$!
     tail -n +1 -f --pid=$pid "$swift_log" &
@@ -134,6 +135,20 @@ run_swift_tests() {
     while kill -0 $pid 2>/dev/null; do
         sleep 5
         quiet=$(($(date +%s) - $(stat -c %Y "$swift_log")))
+        # Every test has run (the summary is written) but the binary has not exited: what it waits for is named and it
+        # is stopped; the results stand.
+        if [ $quiet -ge 60 ] && grep -aq "Test run with [0-9]* tests\? .*\(passed\|failed\) after" "$swift_log" && kill -0 $pid 2>/dev/null; then
+            {
+                echo "test.sh: the test binary did not exit $quiet s after its last test; the processes it started:"
+                ps -o pid=,etime=,args= --ppid $pid | sed 's/^/    /' || true
+            } >&2
+            pkill -KILL -P $pid 2>/dev/null || true
+            kill -KILL $pid 2>/dev/null || true
+            wait $pid 2>/dev/null || true
+            wait $tailer 2>/dev/null || true
+            grep -aq "Test run with [0-9]* tests\? .*passed after" "$swift_log"
+            return
+        fi
         if [ $quiet -ge "$stall" ] && kill -0 $pid 2>/dev/null; then
             stalled=1
             {
