@@ -22,6 +22,10 @@
 #   9. the guide's backup block (the timer's service: a verified dump in a root-only folder, old backups deleted, a
 #      metric), its drill (the dump restored beside, counted, nothing sent), and its restore block into a second
 #      cluster (PgBouncer's userlist rebuilt): what was pending in the dump is sent, once;
+#  9b. the guide's §17 on two clusters standing in for db1 and db2: the standby copied with pg_basebackup -R and
+#      streaming synchronously, the services on the guide's multi-host URL, the primary crashed (-m immediate) and the
+#      standby promoted with the guide's block; the API answers 200 within 10 s of the promotion without a restart,
+#      every message once, and the feedback job runs on the same URL;
 #  10. promtool on deploy/prometheus.yml and deploy/alerts.yml, whose metrics the programs exported during the test,
 #      and the rules' unit tests (deploy/alerts-test.yml, one or more per rule);
 #  11. systemd-analyze verify on the units (required: scripts/test.sh installs Debian's systemd when missing).
@@ -77,6 +81,7 @@ cleanup() {
     [ -z "$guide_job" ] || kill -- -"$guide_job" 2>/dev/null || true
     pg_dropcluster --stop "$pg_version" "$cluster" >/dev/null 2>&1 || true
     pg_dropcluster --stop "$pg_version" "${cluster}r" >/dev/null 2>&1 || true
+    pg_dropcluster --stop "$pg_version" "${cluster}s" >/dev/null 2>&1 || true
     for user in "${created_users[@]}"; do userdel "$user" 2>/dev/null; done
     rm -rf "$scratch"
 }
@@ -110,9 +115,25 @@ run_guide_block() {
             -e "s#/var/backups/pushchat#$scratch/backups#g" -e "s#/etc/systemd/system/#$scratch/etc/systemd/system/#g" \
             -e "s#/etc/nginx#$scratch/etc/nginx#g" -e "s#/var/www/letsencrypt#$scratch/www/letsencrypt#g" \
             -e "s#/etc/nftables#$scratch/etc/nftables#g" \
+            -e "s#/etc/postgresql/15/main/#/etc/postgresql/$pg_version/${ha_cluster:-}/#g" \
+            -e "s#/var/lib/postgresql/15/main#/var/lib/postgresql/$pg_version/${ha_cluster:-}#g" \
+            -e "s#pg_ctlcluster 15 main #pg_ctlcluster $pg_version ${ha_cluster:-} #g" -e "s#-h db1 #-h localhost -p ${ha_primary_port:-} #g" \
+            -e "s#10.0.0.2/32#127.0.0.1/32#g" -e "s#listen_addresses = '\*'#listen_addresses = 'localhost'#g" \
             -e "s#20261101120000-abc1234#${rollback_to:-}#g" -e "s#pushchat-20261201090000-def5678#pushchat-${release_version:-}#g" \
             -e 's#sudo -u \([a-z_-]*\) #runuser -u \1 -- #g' -e 's#sudo ##g')
+        # §17's blocks name Debian's cluster main on db1 and db2: here two clusters of the test's own stand in.
         case "$command" in
+        *"/var/lib/postgresql/"* | *"pg_ctlcluster "*)
+            [ -n "${ha_cluster:-}" ] && [[ "$command" == *"$ha_cluster"* ]] || die "a line for another cluster than the test's: $command"
+            ;;
+        esac
+        case "$command" in
+        "systemctl stop postgresql" | "systemctl start postgresql" | "systemctl restart postgresql")
+            pg_ctlcluster "$pg_version" "$ha_cluster" "$(cut -d' ' -f2 <<<"$command")" >>"$scratch/postgres.log" 2>&1 \
+                || die "the guide's line failed: $line (pg_ctlcluster $pg_version $ha_cluster)"
+            echo "    (guide) $line   [pg_ctlcluster $pg_version $ha_cluster]"
+            continue
+            ;;
         "apt-get install "*)
             # Installed by scripts/test.sh (pg_ensure_installed); the test does not reinstall packages.
             for package in ${command#apt-get install }; do dpkg -s "$package" >/dev/null 2>&1 || die "$package is not installed"; done
@@ -520,7 +541,7 @@ start_services() {
         curl -fsS http://127.0.0.1:44447/readyz >/dev/null 2>&1 && curl -fsS http://127.0.0.1:44448/readyz >/dev/null 2>&1 && break
         sleep 0.2
     done
-    curl -fsS http://127.0.0.1:44447/readyz >/dev/null || die "the API is not ready ($2)"
+    curl -fsS http://127.0.0.1:44447/readyz >/dev/null || die "the API is not ready ($2): $(grep -v 'GET /readyz' "$scratch/api$1.log" | head -n 12)"
     curl -fsS http://127.0.0.1:44448/readyz >/dev/null || die "the push daemon is not ready ($2: no database or no gateway connection)"
 }
 
@@ -1121,6 +1142,85 @@ echo "    $accepted messages during the upgrade, failed upgrade, rollback and ro
 for pid in "${pids[@]:1}"; do kill -TERM "$pid" 2>/dev/null || true; done
 for pid in "${pids[@]:1}"; do wait "$pid" 2>/dev/null || true; done
 pids=("${pids[0]}")
+
+step "a standby and failover (the guide's §17): a synchronous standby, the multi-host URL, the primary crashed, the standby promoted"
+# The restored cluster is db1; a new cluster on another port is db2, copied from it by the guide's blocks.
+ha_primary=${cluster}r ha_primary_port=$pg_port
+ha_standby=${cluster}s ha_standby_port=$(free_port)
+pg_createcluster --port "$ha_standby_port" "$pg_version" "$ha_standby" >>"$scratch/postgres.log" 2>&1 || die "pg_createcluster (standby)"
+pg_ctlcluster "$pg_version" "$ha_standby" start >>"$scratch/postgres.log" 2>&1 || die "the standby's cluster did not start"
+ha_cluster=$ha_primary
+run_guide_block standby-primary "$repo" /dev/null
+printf 'CHANGE-ME\n' >"$scratch/replicator-input"
+ha_cluster=$ha_standby
+run_guide_block standby-copy "$repo" "$scratch/replicator-input"
+for _ in $(seq 1 100); do
+    [ "$(runuser -u postgres -- psql -tAc "SELECT sync_state FROM pg_stat_replication")" = sync ] && break
+    sleep 0.2
+done
+[ "$(runuser -u postgres -- psql -tAc "SELECT sync_state FROM pg_stat_replication")" = sync ] \
+    || die "the standby does not stream synchronously: $(runuser -u postgres -- psql -tAc "SELECT application_name, state, sync_state FROM pg_stat_replication")"
+# The guide's URL with both hosts; the clusters' certificate is Debian's snakeoil for this machine, not db1 and db2,
+# so the URL keeps the example's TLS setting (as the single-host URL above) in place of verify-full.
+ha_url=$(guide_block standby-url | grep '^PUSHCHAT_DATABASE_URL=')
+[ -n "$ha_url" ] || die "the guide's standby-url block has no PUSHCHAT_DATABASE_URL"
+# The password is the one the file holds now (§10 rotated it).
+python3 - "$etc/pushchat.env" "$ha_url" "$ha_primary_port" "$ha_standby_port" <<'EOF'
+import re, sys
+path, line, primary, standby = sys.argv[1:]
+lines = open(path).read().splitlines()
+current = next(l for l in lines if l.startswith("PUSHCHAT_DATABASE_URL="))
+password = re.search(r"://pushchat:([^@]*)@", current).group(1)
+adapted = (line.replace("pushchat:PASSWORD@", f"pushchat:{password}@").replace("@db1:5432,db2:5432/", f"@localhost:{primary},localhost:{standby}/")
+    .replace("sslmode=verify-full&sslrootcert=/etc/pushchat/db-ca.crt&", ""))
+if "db1" in adapted or "db2" in adapted or "PASSWORD" in adapted:
+    sys.exit(f"the guide's URL changed shape: {line}")
+lines = [adapted if l.startswith("PUSHCHAT_DATABASE_URL=") else l for l in lines]
+open(path, "w").write("\n".join(lines) + "\n")
+EOF
+grep -q "^PUSHCHAT_DATABASE_URL='postgres://pushchat:[^@]*@localhost:$ha_primary_port,localhost:$ha_standby_port/pushchat?target_session_attrs=read-write" \
+    "$etc/pushchat.env" || die "pushchat.env does not hold the multi-host URL: $(grep -c DATABASE_URL "$etc/pushchat.env") lines"
+start_services -ha "on the multi-host URL"
+grep -q "Database host: localhost:$ha_primary_port (read-write, of 2)" "$scratch/api-ha.log" || die "the API did not say it uses db1"
+ha_join() {
+    [ "$(post --data-urlencode cmd=join --data-urlencode "udid=$1" --data-urlencode "token=$2" --data-urlencode "name=$3" --data-urlencode code=failover)" = 200 ] \
+        || die "join $3 on the multi-host URL"
+}
+ha_join 6666666666666666666666666666666666666666 "$(printf 'c6%.0s' {1..32})" Fay
+ha_join 7777777777777777777777777777777777777777 "$(printf 'c7%.0s' {1..32})" Gus
+[ "$(post --data-urlencode cmd=message --data-urlencode udid=6666666666666666666666666666666666666666 --data-urlencode 'text=standby before the crash')" = 200 ] \
+    || die "a message on the multi-host URL"
+delivered_once standby 1 "before the crash"
+# The crash: db1 stops at once (no shutdown checkpoint), as a machine lost; then the guide's promotion on db2.
+pg_ctlcluster "$pg_version" "$ha_primary" stop -m immediate >>"$scratch/postgres.log" 2>&1 || die "crashing the primary"
+t_crash=$(date +%s.%N)
+ha_cluster=$ha_standby
+export PGPORT=$ha_standby_port PGCLUSTER=$pg_version/$ha_standby
+run_guide_block promote "$repo" /dev/null
+t_promoted=$(date +%s.%N)
+promoted_ok=0 t_back=""
+for n in $(seq 1 200); do
+    code=$(post --max-time 5 --data-urlencode cmd=message --data-urlencode udid=6666666666666666666666666666666666666666 --data-urlencode "text=promoted $n" || true)
+    if [ "$code" = 200 ]; then
+        promoted_ok=$((promoted_ok + 1))
+        t_back=${t_back:-$(date +%s.%N)}
+        [ "$promoted_ok" -ge 5 ] && break
+    fi
+    sleep 0.1
+done
+[ -n "$t_back" ] || die "the API never answered 200 after the promotion"
+switch=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t_promoted" "$t_back")
+crash_to_ok=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t_crash" "$t_back")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 10 else 1)" "$switch" || die "the API answered 200 again only $switch s after the promotion"
+delivered_once promoted "$promoted_ok" "after the promotion"
+[ "$(db "SELECT count(*) FROM push_deliveries WHERE payload LIKE '%: standby %'")" = 1 ] || die "the message before the crash is not on the promoted standby"
+grep -q "Database host: localhost:$ha_standby_port (read-write, of 2)" "$scratch/api-ha.log" || die "the API did not say it moved to db2"
+unit pushchat-feedback.service >"$scratch/feedback-ha.log" 2>&1 || die "the feedback job failed on the multi-host URL after the switch"
+grep -q "Feedback:" "$scratch/feedback-ha.log" || die "the feedback job logged no summary after the switch"
+for pid in "${pids[@]:1}"; do kill -TERM "$pid"; done
+for pid in "${pids[@]:1}"; do wait "$pid" || die "a service exited with status $? on SIGTERM after the failover"; done
+pids=("${pids[0]}")
+echo "    the API answered 200 again $crash_to_ok s after the crash, $switch s after the promotion; no restart; every message once"
 
 step "monitoring: promtool checks deploy/prometheus.yml and deploy/alerts.yml, and runs deploy/alerts-test.yml"
 command -v promtool >/dev/null || die "promtool is missing (scripts/test.sh installs Debian's prometheus)"

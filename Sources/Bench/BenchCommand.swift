@@ -73,6 +73,11 @@ struct BenchCommand: AsyncParsableCommand {
     var chatClients = 6
     @Option(help: "Idle-latency samples.")
     var samples = 300
+    @Flag(
+        name: .customLong("multi-host"),
+        help: "The processes under test on a multi-host URL (the server named twice, target_session_attrs=read-write), as the guide's §17."
+    )
+    var multiHost = false
     @Option(name: .customLong("env"), help: "KEY=VALUE for the daemons under test, e.g. PUSHCHAT_PUSH_WINDOW=200 (repeatable).")
     var overrides: [String] = []
 
@@ -100,7 +105,7 @@ struct BenchCommand: AsyncParsableCommand {
         plan.samples = samples
         plan.broadcastDevices = broadcastDevices
         plan.chatRate = chatRate
-        plan.field = FieldPlan(simulatorProcess: field, serviceUser: serviceUser)
+        plan.field = FieldPlan(simulatorProcess: field, serviceUser: serviceUser, multiHost: multiHost)
         plan.migrations = migrations
         plan.chatSeconds = chatSeconds
         plan.chatClients = chatClients

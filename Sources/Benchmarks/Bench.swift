@@ -154,8 +154,13 @@ package final class Bench: Sendable {
             fcmHostPort = try await proxies[2].start()
         }
         let started = proxies
+        var processURL = url
+        if field.multiHost {
+            processURL.hosts += processURL.hosts
+            processURL.targetSessionAttributes = .readWrite
+        }
         let environment = [
-            "PUSHCHAT_DATABASE_URL": url.connectionString,
+            "PUSHCHAT_DATABASE_URL": processURL.connectionString,
             "PUSHCHAT_APNS_GATEWAY": "127.0.0.1:\(gatewayPort)",
             "PUSHCHAT_APNS_CERTIFICATE": certs + "/ck.pem",
             "PUSHCHAT_APNS_PASSPHRASE": passphrase,

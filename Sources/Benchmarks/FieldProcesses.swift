@@ -18,10 +18,14 @@ package struct FieldPlan: Sendable {
     /// The simulator's process writes the chat notifications it accepts (tokens `cccc…`) to a file, with their arrival
     /// times (the broadcast figure's chat latencies).
     var recordChat = false
+    /// The processes under test reach the database through a multi-host URL (the same server named twice,
+    /// `target_session_attrs=read-write`), as the guide's §17 sets it: what choosing a host costs.
+    package var multiHost = false
 
-    package init(simulatorProcess: Bool = false, serviceUser: String? = nil) {
+    package init(simulatorProcess: Bool = false, serviceUser: String? = nil, multiHost: Bool = false) {
         self.simulatorProcess = simulatorProcess
         self.serviceUser = serviceUser
+        self.multiHost = multiHost
     }
 }
 
