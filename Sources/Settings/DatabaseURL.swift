@@ -108,6 +108,8 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         var loadBalanceHosts = false
         var tlsMode = TLSMode.prefer
         var rootCertificateFile: String?
+        var queryHosts: [String]?
+        var queryPorts: [String]?
         for item in components.queryItems ?? [] {
             switch item.name {
             case "sslmode":
@@ -124,7 +126,17 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
                     rootCertificateFile = value
                 }
             case "host":
-                socketDirectory = item.value
+                // libpq: a value that starts with / is a Unix socket's folder; otherwise host names, as in the URL.
+                guard let value = item.value, !value.isEmpty else { throw invalid("host needs a value") }
+                if value.hasPrefix("/") {
+                    guard !value.contains(",") else { throw invalid("host= takes one socket folder") }
+                    socketDirectory = value
+                } else {
+                    queryHosts = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                }
+            case "port":
+                guard let value = item.value, !value.isEmpty else { throw invalid("port needs a value") }
+                queryPorts = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             case "target_session_attrs":
                 guard let value = item.value, let attributes = TargetSessionAttributes(rawValue: value) else {
                     throw invalid(
@@ -153,8 +165,16 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
                     + "roots and no host name check any publicly certified host would pass; or use verify-full"
             )
         }
+        if queryHosts != nil || queryPorts != nil {
+            listed = try Self.queryHosts(
+                queryHosts,
+                ports: queryPorts,
+                urlHosts: listed ?? [Host(host: components.host ?? "", port: components.port ?? 5432)],
+                key: key
+            )
+        }
         let host = components.host ?? ""
-        guard !host.isEmpty || socketDirectory != nil else { throw invalid("no host") }
+        guard !host.isEmpty || socketDirectory != nil || listed != nil else { throw invalid("no host") }
         let port = components.port ?? 5432
         guard (1...65535).contains(port) else { throw invalid("port out of range") }
         self.host = host
@@ -176,6 +196,31 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// One entry of a host list: `host`, `host:port`, `[v6]` or `[v6]:port` (libpq's port 5432 when left out).
+    /// libpq's `?host=a,b&port=x,y`: the query's hosts replace the URL's; one port for all or one per host (a port
+    /// list alone applies to the URL's hosts the same way).
+    static func queryHosts(_ names: [String]?, ports: [String]?, urlHosts: [Host], key: String) throws(ConfigurationError) -> [Host] {
+        func invalid(_ reason: String) -> ConfigurationError { ConfigurationError(code: .invalidValue, key: key, reason: reason) }
+        let names = names ?? urlHosts.map(\.host)
+        let defaults = urlHosts.count == names.count ? urlHosts.map(\.port) : Array(repeating: 5432, count: names.count)
+        var numbers: [Int] = defaults
+        if let ports {
+            guard ports.count == 1 || ports.count == names.count else {
+                throw invalid("port= lists \(ports.count) ports for \(names.count) hosts: give one, or one per host")
+            }
+            numbers = try ports.map { (text: String) throws(ConfigurationError) -> Int in
+                guard let number = Int(text), (1...65535).contains(number) else { throw invalid("'\(text)' in port= is not a port") }
+                return number
+            }
+            if numbers.count == 1 { numbers = Array(repeating: numbers[0], count: names.count) }
+        }
+        return try zip(names, numbers).map { (name: String, port: Int) throws(ConfigurationError) -> Host in
+            guard !name.isEmpty, !name.hasPrefix("/"), !name.contains(where: { "/@?#".contains($0) }) else {
+                throw invalid("'\(name)' in host= is not a host name")
+            }
+            return Host(host: name, port: port)
+        }
+    }
+
     static func host(_ entry: String) -> Host? {
         let hasPort = entry.hasPrefix("[") ? entry.hasSuffix("]") == false : entry.contains(":")
         guard let host = Endpoint(parsing: hasPort ? entry : entry + ":5432"), !host.host.contains(where: { "/@?#".contains($0) }) else {

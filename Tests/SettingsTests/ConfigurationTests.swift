@@ -252,7 +252,24 @@ import Testing
         let remoteStandby = try DatabaseURL(parsing: "postgres://u@127.0.0.1:5432,db2.example:5432/d?sslmode=require")
         #expect(remoteStandby.tlsWeakness?.contains("db2.example") == true, "a remote standby is warned about too")
         #expect(try DatabaseURL(parsing: "postgres://u@a/d?connect_timeout=1").connectTimeout == .seconds(2), "libpq: 1 counts as 2")
+        // libpq's query form: host= and port= lists (one port for all, or one per host); a / is a socket folder.
+        #expect(
+            try DatabaseURL(parsing: "postgres://u@/d?host=db1,db2&port=5433,5434").hosts == [
+                .init(host: "db1", port: 5433), .init(host: "db2", port: 5434),
+            ]
+        )
+        #expect(
+            try DatabaseURL(parsing: "postgres://u@x/d?host=db1,db2&port=6432").hosts == [
+                .init(host: "db1", port: 6432), .init(host: "db2", port: 6432),
+            ]
+        )
+        #expect(try DatabaseURL(parsing: "postgres://u@/d?host=db1,db2").hosts.map(\.port) == [5432, 5432])
+        #expect(try DatabaseURL(parsing: "postgres://u@a:1,b:2/d?port=7").hosts.map(\.port) == [7, 7])
+        let socket = try DatabaseURL(parsing: "postgres://u@localhost:5433/d?host=/run/postgresql")
+        #expect(socket.socketDirectory == "/run/postgresql" && socket.port == 5433 && !socket.choosesHost)
         for bad in [
+            "postgres://u@/d?host=db1,db2&port=1,2,3", "postgres://u@/d?host=db1,&port=1", "postgres://u@/d?host=a&port=x",
+            "postgres://u@/d?host=/run/a,/run/b",
             "postgres://u@a,b/d?target_session_attrs=writable", "postgres://u@a,/d", "postgres://u@a,b:x/d", "postgres://u@a,b:70000/d",
             "postgres://u@a,b/d?connect_timeout=soon", "postgres://u@a,b/d?load_balance_hosts=yes",
         ] {
