@@ -125,6 +125,13 @@ fi
 # The test binary itself (what `swift test --no-parallel` runs, without its buffering of the output), watched: when no
 # test prints anything for PUSHCHAT_TEST_STALL_SECONDS (600), the tests still running and the processes they started
 # are named and the stage fails, instead of a hang using up CI's whole budget without a word.
+# Names the processes the test binary PID started and kills them and it.
+stop_test_binary() {
+    echo "test.sh: the processes it started:" >&2
+    ps -o pid=,etime=,args= --ppid "$1" | sed 's/^/    /' >&2 || true
+    pkill -KILL -P "$1" 2>/dev/null || true
+    kill -KILL "$1" 2>/dev/null || true
+}
 run_swift_tests() {
     local stall=${PUSHCHAT_TEST_STALL_SECONDS:-600} status=0 stalled=0 pid tailer quiet
     : >"$swift_log"
@@ -138,12 +145,8 @@ run_swift_tests() {
         # Every test has run (the summary is written) but the binary has not exited: what it waits for is named and it
         # is stopped; the results stand.
         if [ $quiet -ge 60 ] && grep -aq "Test run with [0-9]* tests\? .*\(passed\|failed\) after" "$swift_log" && kill -0 $pid 2>/dev/null; then
-            {
-                echo "test.sh: the test binary did not exit $quiet s after its last test; the processes it started:"
-                ps -o pid=,etime=,args= --ppid $pid | sed 's/^/    /' || true
-            } >&2
-            pkill -KILL -P $pid 2>/dev/null || true
-            kill -KILL $pid 2>/dev/null || true
+            echo "test.sh: the test binary did not exit $quiet s after its last test" >&2
+            stop_test_binary $pid
             wait $pid 2>/dev/null || true
             wait $tailer 2>/dev/null || true
             grep -aq "Test run with [0-9]* tests\? .*passed after" "$swift_log"
@@ -157,11 +160,8 @@ run_swift_tests() {
                     / Test .* started\.$/ && !/ Test (case|run) / { name = $0; sub(/^.* Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
                     / Test .* (passed|failed|skipped)/ { name = $0; sub(/^.* Test /, "", name); sub(/ (passed|failed|skipped).*$/, "", name); delete open[name] }
                     END { for (name in open) print "    " name }'
-                echo "test.sh: the processes they started:"
-                ps -o pid=,etime=,args= --ppid $pid | sed 's/^/    /' || true
             } >&2
-            pkill -KILL -P $pid 2>/dev/null || true
-            kill -KILL $pid 2>/dev/null || true
+            stop_test_binary $pid
             break
         fi
     done

@@ -195,7 +195,6 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         self.socketDirectory = socketDirectory
     }
 
-    /// One entry of a host list: `host`, `host:port`, `[v6]` or `[v6]:port` (libpq's port 5432 when left out).
     /// libpq's `?host=a,b&port=x,y`: the query's hosts replace the URL's; one port for all or one per host (a port
     /// list alone applies to the URL's hosts the same way).
     static func queryHosts(_ names: [String]?, ports: [String]?, urlHosts: [Host], key: String) throws(ConfigurationError) -> [Host] {
@@ -221,6 +220,7 @@ package struct DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// One entry of a host list: `host`, `host:port`, `[v6]` or `[v6]:port` (libpq's port 5432 when left out).
     static func host(_ entry: String) -> Host? {
         let hasPort = entry.hasPrefix("[") ? entry.hasSuffix("]") == false : entry.contains(":")
         guard let host = Endpoint(parsing: hasPort ? entry : entry + ":5432"), !host.host.contains(where: { "/@?#".contains($0) }) else {
