@@ -65,7 +65,7 @@ struct AppSenders: Sendable {
                             for source in sources {
                                 let context = context.forApp(name, platform: source.platform, shutdown: shutdown)
                                 senders.addTask { [appLogger] in
-                                    await SenderLanes.run(source, lane: .app, context: context, logger: appLogger)
+                                    await SenderLanes.run(source, lanes: [.app], context: context, logger: appLogger)
                                 }
                             }
                         } catch {

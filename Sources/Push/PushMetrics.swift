@@ -12,7 +12,7 @@ import Storage
 /// | `pushchat.push.sent` | counter | notifications recorded as sent |
 /// | `pushchat.push.failed{reason}` | counter | notifications failed, by reason |
 /// | `pushchat.push.resent` | counter | notifications written again on a new connection |
-/// | `pushchat.push.in_flight{connection}` | gauge | written, not yet known accepted |
+/// | `pushchat.push.in_flight{app,platform,connection}` | gauge | written, not yet known accepted |
 /// | `pushchat.push.claim.duration` | histogram | one claim statement |
 /// | `pushchat.push.mark.duration` | histogram | one round of result statements |
 /// | `pushchat.gateway.connected{app,platform}` | gauge | gateway connections up, by app and platform (APNs or FCM) |
@@ -83,8 +83,8 @@ package struct PushMetrics: Sendable {
         registry.counter("pushchat.fcm.token_failures_total", [("app", app)])
     }
 
-    func inFlight(connection: String) -> Meter {
-        registry.meter("pushchat.push.in_flight", [("connection", "\(connection)")])
+    func inFlight(app: String, platform: String, connection: String) -> Meter {
+        registry.meter("pushchat.push.in_flight", [("app", app), ("platform", platform), ("connection", connection)])
     }
 
     /// What one round of result writes recorded, by app.

@@ -169,10 +169,8 @@ package final class PushService: Service, Sendable {
         await withTaskGroup(of: Void.self) { workers in
             for source in destinations {
                 let context = context.forApp(App.defaultName, platform: source.platform, shutdown: context.shutdown)
-                for lane in source.defaultAppLanes {
-                    let lane = lane.with(connections: configuration.push.connections)
-                    workers.addTask { await SenderLanes.run(source, lane: lane, context: context, logger: self.logger) }
-                }
+                let lanes = source.defaultAppLanes.map { $0.with(connections: configuration.push.connections) }
+                workers.addTask { await SenderLanes.run(source, lanes: lanes, context: context, logger: self.logger) }
             }
             // The other apps' senders, each on its own connection while it has rows.
             let apps = AppSenders(configuration: configuration, context: context, catalog: AppCatalog(database: database, logger: logger))

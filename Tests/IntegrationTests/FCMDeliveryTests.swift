@@ -354,6 +354,57 @@ import _CryptoExtras
         }
     }
 
+    /// As over APNs, the default app's Android chat has a connection of its own: open before the first message and
+    /// kept while idle (`apns_connection_idle` closes only the others), while a broadcast's Android rows drain on
+    /// another (`connection="bulk-1"`), opened while they wait. A chat message queued mid-broadcast goes out while most
+    /// of the broadcast waits; one access token serves both connections; each row reaches FCM once.
+    @Test func androidChatHasAConnectionOfItsOwnBesideABroadcast() async throws {
+        var options = SimulatorConfiguration.FCMOptions()
+        options.answerDelay = .milliseconds(100)
+        // At most 20 in flight, each answered after 100 ms: about 200 broadcast rows a second.
+        try await Self.run(options, maxStreams: 20) { harness, configuration in
+            var configuration = configuration
+            configuration.push.connectionIdle = .seconds(1)
+            let metrics = MetricsRegistry()
+            let scrape: @Sendable () -> Scrape = { Scrape(String(decoding: metrics.exposition(), as: UTF8.self)) }
+            let connected = #"pushchat_gateway_connected{app="default",platform="fcm"}"#
+            let devices = 2_000
+            try await Self.withDaemon(harness, configuration, metrics: metrics) {
+                try await harness.waitUntil(timeout: .seconds(10), "the Android chat connection is open with nothing to send") {
+                    scrape()[connected] == 1
+                }
+                try await Task.sleep(for: .seconds(2))
+                #expect(scrape()[connected] == 1, "kept open past apns_connection_idle")
+                try await TestDatabase.withConnection(harness.url) { connection in
+                    try await connection.query(
+                        """
+                        INSERT INTO push_queue (platform, device_token, payload, bulk)
+                        SELECT 'fcm', t, '{"notification":{"title":"PushChat","body":"news"}}', true
+                        FROM unnest(\((1...devices).map(Self.token))::text[]) t
+                        """,
+                        logger: TestDatabase.logger
+                    )
+                }
+                try await harness.waitUntil(timeout: .seconds(20), "the broadcast is under way") {
+                    try await harness.count("bulk AND time_sent IS NOT NULL") >= 100
+                }
+                let bulkInFlight = #"pushchat_push_in_flight{app="default",platform="fcm",connection="bulk-1"}"#
+                #expect(scrape()[bulkInFlight] != nil, "the broadcast has a connection of its own")
+                #expect(scrape()[connected] == 2, "chat's and the broadcast's")
+                try await Self.queue(harness, fcm: [9_999_999])
+                try await harness.waitUntil(timeout: .seconds(10), "the chat message is sent") {
+                    try await harness.count("NOT bulk AND time_sent IS NOT NULL") == 1
+                }
+                let behind = try await harness.count("bulk AND time_sent IS NULL")
+                #expect(behind > 1_000, "the chat message did not wait for the broadcast (\(behind) of its rows still to go)")
+                try await harness.waitUntilAllSent(devices + 1, timeout: .seconds(60))
+            }
+            let fcm = harness.simulator.state.accepted.filter { $0.format == "fcm" }
+            #expect(fcm.count == devices + 1 && Set(fcm.map(\.token)).count == devices + 1, "each row reached FCM once")
+            #expect(harness.simulator.fcmAuth.tokensIssued == 1, "one access token for both connections")
+        }
+    }
+
     /// A token near its expiry is renewed once, in the background, while the requests keep using it: tokens that live
     /// 302 s are due for renewal 2 s after issue (5 minutes ahead), so a second batch 3 s later renews it once.
     @Test func aTokenNearItsExpiryIsRenewedOnceNotPerRequest() async throws {

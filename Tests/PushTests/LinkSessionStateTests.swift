@@ -157,4 +157,90 @@ import Testing
         let second = state.credentialsRefused()
         #expect(first && !second)
     }
+
+    // MARK: The driver's tasks ask, the state answers
+
+    @Test func theWriterWritesWhatIsFreeThenWaitsWithoutADeadlineOnAConnectionThatStaysOpen() {
+        var state = LinkSession.State()
+        state.connected(window: 4, limit: 4)
+        state.claimed(Self.rows(1...6))
+        let now = ContinuousClock.now
+        #expect(state.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: now) == .write(Self.rows(1...4)))
+        #expect(state.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: now) == .wait(until: nil), "the window is full")
+        state.answered(4)
+        #expect(state.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: now) == .write(Self.rows(5...6)))
+        state.answered(2)
+        let later = now + .seconds(3600)
+        #expect(state.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: later) == .wait(until: nil), "idle, never closed")
+        #expect(state.open && state.afterwards == .reconnect(progressed: true))
+    }
+
+    @Test func anOnDemandConnectionClosesAfterItsIdleTimeCountedFromTheLastWork() {
+        var state = LinkSession.State()
+        state.connected(window: 4, limit: 4)
+        let start = ContinuousClock.now
+        let idle = Duration.seconds(30)
+        #expect(state.writerStep(batchSize: 100, idleClose: idle, stopping: false, now: start) == .wait(until: start + idle))
+        // Work comes 10 s in: the idle time starts again once it is answered.
+        state.claimed(Self.rows(1...1))
+        #expect(state.writerStep(batchSize: 100, idleClose: idle, stopping: false, now: start + .seconds(10)) == .write(Self.rows(1...1)))
+        #expect(
+            state.writerStep(batchSize: 100, idleClose: idle, stopping: false, now: start + .seconds(40)) == .wait(until: nil),
+            "a request in flight is work: no idle close"
+        )
+        state.answered(1)
+        let answered = start + .seconds(41)
+        #expect(state.writerStep(batchSize: 100, idleClose: idle, stopping: false, now: answered) == .wait(until: answered + idle))
+        let stillIdle = state.writerStep(batchSize: 100, idleClose: idle, stopping: false, now: answered + .seconds(29))
+        #expect(stillIdle == .wait(until: answered + idle))
+        #expect(state.open)
+        #expect(state.writerStep(batchSize: 100, idleClose: idle, stopping: false, now: answered + idle) == .finish)
+        #expect(!state.open && state.claimStep(batchSize: 100) == .stop)
+        #expect(state.afterwards == .idle, "closed for want of work: no backoff, no alarm")
+    }
+
+    @Test func shutdownFinishesTheWriterAndStopsTheClaimerWhileAnswersAreAwaited() {
+        var state = LinkSession.State()
+        state.connected(window: 4, limit: 4)
+        state.claimed(Self.rows(1...3))
+        let now = ContinuousClock.now
+        #expect(state.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: now) == .write(Self.rows(1...3)))
+        #expect(state.claimStep(batchSize: 100) == .claim)
+        state.claimed(Self.rows(4...6))
+        #expect(state.writerStep(batchSize: 100, idleClose: nil, stopping: true, now: now) == .finish, "nothing more is written")
+        #expect(state.claimStep(batchSize: 100) == .stop)
+        #expect(!state.isDrained, "three answers awaited")
+        state.answered(2)
+        state.unanswered(Self.rows(3...3))
+        #expect(state.isDrained)
+        #expect(state.unsent.map(\.messageID) == [3, 4, 5, 6], "given back, oldest first")
+        #expect(state.afterwards == .reconnect(progressed: true))
+    }
+
+    @Test func theClaimerWaitsWhileAWindowIsReady() {
+        var state = LinkSession.State()
+        state.connected(window: 100, limit: 100)
+        #expect(state.claimStep(batchSize: 100) == .claim)
+        state.claimed(Self.rows(1...100))
+        #expect(state.claimStep(batchSize: 100) == .wait, "a window's worth is ready")
+        #expect(state.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: .now) == .write(Self.rows(1...64)))
+        #expect(state.claimStep(batchSize: 100) == .claim, "the writer took some")
+    }
+
+    @Test func aConnectionWithoutProgressOrCredentialsBacksOff() {
+        var dropped = LinkSession.State()
+        _ = dropped.ended(.dropped)
+        #expect(dropped.afterwards == .reconnect(progressed: false))
+        var orderly = LinkSession.State()
+        _ = orderly.ended(.orderly)
+        #expect(orderly.afterwards == .reconnect(progressed: true), "GOAWAY after work: connect again at once")
+        var unavailable = LinkSession.State()
+        unavailable.connected(window: 4, limit: 4)
+        unavailable.claimed(Self.rows(1...2))
+        _ = unavailable.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: .now)
+        unavailable.answered(1)
+        unavailable.cannotAuthenticate()
+        _ = unavailable.ended(.orderly)
+        #expect(unavailable.afterwards == .reconnect(progressed: false), "no claim-and-release loop without credentials")
+    }
 }

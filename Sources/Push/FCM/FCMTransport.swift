@@ -65,10 +65,11 @@ package struct FCMTransport: Sendable {
 extension FCMTransport: DestinationSource {
     var platform: Platform { .fcm }
 
-    /// All the rows on connections opened while there are rows.
-    var defaultAppLanes: [SenderLane] { [.shared] }
+    /// As APNs: chat and single notifications on a connection kept open, a broadcast's on connections opened while it
+    /// drains, so an Android chat message never waits behind a broadcast's rows or for a connection to open.
+    var defaultAppLanes: [SenderLane] { [.interactive, .bulk] }
 
-    /// Every connection of the lane uses one access token, fetched with a client of the lane's own, shut down after.
+    /// Every connection of the app's lanes uses one access token, fetched with a client of their own, shut down after.
     func withDestination(context: WorkerContext, logger: Logger, _ body: (any Destination) async -> Void) async {
         let client = makeTokenClient()
         let failures = context.metrics.fcmTokenFailures(app: context.rows.app)

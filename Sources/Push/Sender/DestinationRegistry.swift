@@ -12,8 +12,8 @@ protocol DestinationSource: Sendable {
     /// `HTTP/2 to api.push.apple.com:443`, for the start-up lines.
     var description: String { get }
 
-    /// How the default app's rows for this platform are shared among connections (an app from the `apps` table has
-    /// one lane, ``SenderLane/app``).
+    /// How the default app's rows for this platform are shared among connections: chat and single notifications on
+    /// connections of their own, a broadcast's on others (an app from the `apps` table has one lane, ``SenderLane/app``).
     var defaultAppLanes: [SenderLane] { get }
 
     /// Makes the destination a lane's connections share, runs `body` with it, and releases what it made (FCM's client
@@ -59,10 +59,8 @@ struct SenderLane: Sendable {
     /// A broadcast's rows, on connections opened while they wait: a million rows draining never sit before a chat
     /// message in a connection's window.
     static let bulk = SenderLane(traffic: .bulk, firstAlwaysOpen: false, name: "bulk")
-    /// All the rows, on connections opened while there are rows.
-    static let shared = SenderLane(traffic: .all, firstAlwaysOpen: false, name: nil)
     /// An app of the `apps` table: all its rows on one connection, open while it has rows.
-    static let app = shared
+    static let app = SenderLane(traffic: .all, firstAlwaysOpen: false, name: nil)
 
     func with(connections: Int) -> SenderLane {
         var lane = self
@@ -73,14 +71,18 @@ struct SenderLane: Sendable {
 
 /// Runs the connections of a lane: one ``SenderDriver`` per connection, written once for every destination.
 enum SenderLanes {
-    /// Runs `lane`'s connections to `source` on `context`'s queue (its app's and platform's rows) until its shutdown.
-    /// Its log lines carry `push.platform` (but for APNs) and `push.connection` (see ``SenderLane/name``).
-    static func run(_ source: any DestinationSource, lane: SenderLane, context: WorkerContext, logger: Logger) async {
+    /// Runs `lanes` (each its share of `context`'s queue: the app's rows on the source's platform) over one destination
+    /// `source` makes (one FCM access token for all of them), until shutdown. Log lines carry `push.platform` (but for
+    /// APNs) and `push.connection` (see ``SenderLane/name``).
+    static func run(_ source: any DestinationSource, lanes: [SenderLane], context: WorkerContext, logger: Logger) async {
         var logger = logger
         if source.platform != .apns { logger[metadataKey: "push.platform"] = "\(source.platform.rawValue)" }
-        let context = context.forTraffic(lane.traffic)
-        await source.withDestination(context: context, logger: logger) { destination in
-            await run(destination, lane: lane, context: context, logger: logger)
+        await source.withDestination(context: context, logger: logger) { [logger] destination in
+            await withTaskGroup(of: Void.self) { group in
+                for lane in lanes {
+                    group.addTask { await run(destination, lane: lane, context: context.forTraffic(lane.traffic), logger: logger) }
+                }
+            }
         }
     }
 

@@ -189,6 +189,83 @@ final class LinkSession: Sendable {
 
         /// What goes to the next connection, oldest first.
         var unsent: [QueuedNotification] { (retry + ready).sorted { $0.messageID < $1.messageID } }
+
+        // MARK: The driver's tasks ask; the state answers what to do
+
+        /// What the writer does next (``writerStep(batchSize:idleClose:stopping:now:)``).
+        enum WriterStep: Equatable {
+            /// Encode and write these rows: they are in flight from now.
+            case write([QueuedNotification])
+            /// Nothing to write: wait for a change (rows claimed, answers, the session closing, shutdown), at most
+            /// until `deadline` (nil: nothing is due at any moment; a safety wait).
+            case wait(until: ContinuousClock.Instant?)
+            /// Write nothing more: wait for the answers in flight (``isDrained``), then hang up.
+            case finish
+        }
+
+        /// Since when nothing has been in flight and nothing waiting (for the idle close; nil while there is work).
+        private(set) var idleSince: ContinuousClock.Instant?
+
+        /// The writer is ready for work at `now`: what it does. `stopping`: shutdown was asked (no new work; what is
+        /// in flight is still answered). `idleClose`: how long the connection may go without work before it closes
+        /// (an extra or on-demand connection; nil: it stays open).
+        mutating func writerStep(
+            batchSize: Int,
+            idleClose: Duration?,
+            stopping: Bool,
+            now: ContinuousClock.Instant
+        ) -> WriterStep {
+            if stopping { stop() }
+            guard open else { return .finish }
+            let batch = nextBatch(batchSize: batchSize)
+            guard batch.isEmpty else {
+                idleSince = nil
+                return .write(batch)
+            }
+            guard let idleClose, isIdle else {
+                idleSince = nil
+                return .wait(until: nil)
+            }
+            let since = idleSince ?? now
+            idleSince = since
+            guard since + idleClose > now else {
+                closeIdle()
+                return .finish
+            }
+            return .wait(until: since + idleClose)
+        }
+
+        /// After ``WriterStep/finish``: every request written has been answered or given back.
+        var isDrained: Bool { inFlight == 0 }
+
+        /// What the claimer does next (``claimStep(batchSize:)``).
+        enum ClaimStep: Equatable {
+            /// Claim up to a batch: fewer rows are ready than the connection will want.
+            case claim
+            /// Enough is ready: wait for the writer to take some (or the session to close).
+            case wait
+            /// The session takes no new work: claim nothing more.
+            case stop
+        }
+
+        /// The claimer is ready: what it does.
+        func claimStep(batchSize: Int) -> ClaimStep {
+            guard open else { return .stop }
+            return wantsClaim(batchSize: batchSize) ? .claim : .wait
+        }
+
+        /// What the driver does once the connection has ended (``afterwards``).
+        enum Afterwards: Equatable {
+            /// It closed for want of work: open again when there is some, no backoff, no alarm.
+            case idle
+            /// Connect again after a backoff; `progressed`: it did work (answers, or an orderly end), so the backoff
+            /// starts over. Credentials that could not be made never count as progress (no claim-and-release spin).
+            case reconnect(progressed: Bool)
+        }
+
+        var afterwards: Afterwards {
+            closedIdle ? .idle : .reconnect(progressed: (answered > 0 || ending == .orderly) && !credentialsUnavailable)
+        }
     }
 
     private let state: NIOLockedValueBox<State>

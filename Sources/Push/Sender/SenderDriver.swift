@@ -51,19 +51,23 @@ struct SenderDriver<D: Destination>: Sendable {
         var carry: [QueuedNotification] = []
         var limit = Int.max
         var attempts = 0
-        let inFlight = metrics.inFlight(connection: context.rows.traffic == .bulk ? "bulk-\(index)" : "\(index)")
+        let inFlight = metrics.inFlight(
+            app: context.rows.app,
+            platform: context.rows.platform.rawValue,
+            connection: context.rows.traffic == .bulk ? "bulk-\(index)" : "\(index)"
+        )
         // The series exist at 0 before the first connection: an alert sees a sender that never connected, and
         // increase() sees the first refusal.
         metrics.gatewayConnected(app: context.rows.app, platform: context.rows.platform.rawValue).increment(by: 0)
         metrics.credentialsRefused(app: context.rows.app, platform: context.rows.platform.rawValue, count: 0)
-        while !shutdown.isRequested {
+        connections: while !shutdown.isRequested {
             if let demand, isElastic, carry.isEmpty {
                 // Dormant until every open connection is saturated while rows wait.
-                guard await waitForDemand(demand) else { break }
+                guard await waitForDemand(demand) else { break connections }
                 logger.info("The open connections are saturated: opening connection \(index)")
             } else if onDemand, carry.isEmpty {
                 // Dormant until the app has rows.
-                guard await waitForRows() else { break }
+                guard await waitForRows() else { break connections }
             }
             logger.info("Connecting to \(destination.endpoint)\(destination.interface)")
             if attempts > 0 { metrics.reconnects.increment() }
@@ -84,24 +88,20 @@ struct SenderDriver<D: Destination>: Sendable {
             } catch {
                 logger.warning("Closing the connection failed: \(GatewayError.describe(error))")
             }
-            let (unsent, answered, idle, ending, next, unavailable) = session.read {
-                ($0.unsent, $0.answered, $0.closedIdle, $0.ending, $0.nextLimit, $0.credentialsUnavailable)
-            }
+            let (unsent, next, afterwards) = session.read { ($0.unsent, $0.nextLimit, $0.afterwards) }
             carry = unsent
             if opened { limit = next }
-            if idle {
+            switch afterwards {
+            case .idle:
                 logger.info(
                     isElastic
                         ? "Connection \(index) idle for \(settings.connectionIdle.formatted): closed until the others are saturated again"
                         : "Connection idle for \(settings.connectionIdle.formatted): closed until there are notifications to send"
                 )
                 backoff.reset()
-                continue
-            }
-            // Credentials that could not be made: the next connection waits out the backoff (never a claim-and-release spin).
-            let progressed = (answered > 0 || ending == .orderly) && !unavailable
-            guard await Reconnect.next(&backoff, progressed: progressed, signal: signal, shutdown: shutdown, logger: logger) else {
-                break
+            case .reconnect(let progressed):
+                guard await Reconnect.next(&backoff, progressed: progressed, signal: signal, shutdown: shutdown, logger: logger)
+                else { break connections }
             }
         }
         Reconnect.giveBack(carry, outcomes: outcomes, logger: logger)
@@ -157,50 +157,45 @@ struct SenderDriver<D: Destination>: Sendable {
         inFlight.set(0)
     }
 
+    /// Asks the session what to write (``LinkSession/State/writerStep(batchSize:idleClose:stopping:now:)``) and does
+    /// it, until the session says to finish.
     private func write(_ link: D.Link, session: LinkSession, inFlight: Meter) async {
-        var idleSince: ContinuousClock.Instant?
-        while session.isOpen {
+        let idleClose = closesWhenIdle ? settings.connectionIdle : nil
+        writing: while true {
             let wakeGeneration = session.wake.generation
             let queueGeneration = signal.generation
-            if shutdown.isRequested {
-                // Stop sending; what is claimed is given back after the answers in flight (below).
-                session.update { $0.stop() }
-                break
-            }
-            // Taking rows from `ready` wakes the claimer to claim more; taking none wakes nobody.
-            let (batch, count, saturated, idle) = session.update(
+            // Taking rows from `ready` wakes the claimer to claim more; taking none wakes nobody (or the writer's own
+            // wait would end at once).
+            let (step, count, saturated) = session.update(
                 { state in
-                    (state.nextBatch(batchSize: settings.batchSize), state.inFlight, state.isSaturated, state.isIdle)
+                    let step = state.writerStep(
+                        batchSize: settings.batchSize,
+                        idleClose: idleClose,
+                        stopping: shutdown.isRequested,
+                        now: .now
+                    )
+                    return (step, state.inFlight, state.isSaturated)
                 },
-                wakesIf: { !$0.0.isEmpty }
+                wakesIf: { if case .write = $0.0 { true } else { false } }
             )
             inFlight.set(count)
             demand?.report(index, saturated: saturated)
-            if closesWhenIdle {
-                if !idle {
-                    idleSince = nil
-                } else if let since = idleSince, since.duration(to: .now) >= settings.connectionIdle {
-                    session.update { $0.closeIdle() }
-                    break
-                } else if idleSince == nil {
-                    idleSince = .now
-                }
-            }
-            if batch.isEmpty {
+            switch step {
+            case .finish:
+                break writing
+            case .wait(let deadline):
                 // Every change that gives the writer work wakes it (rows claimed, answers, the link closing, shutdown
-                // through the queue's signal); the timeout is the idle close's moment, else a safety net.
-                let idleLeft = idleSince.map { settings.connectionIdle - $0.duration(to: .now) }
-                let timeout = closesWhenIdle ? max(.milliseconds(1), idleLeft ?? settings.connectionIdle) : Self.safetyWait
+                // through the queue's signal); a deadline is the idle close's moment.
+                let timeout = deadline.map { max(.milliseconds(1), ContinuousClock.now.duration(to: $0)) } ?? Self.safetyWait
                 await QueueSignal.wait(for: [(session.wake, wakeGeneration), (signal, queueGeneration)], timeout: timeout)
-                continue
-            }
-            let (requests, unavailable) = prepare(batch)
-            if requests.count < batch.count { session.update { $0.withdraw(batch.count - requests.count) } }
-            // What was prepared still goes; then this connection stops (see LinkSession.State.cannotAuthenticate).
-            if unavailable { session.update { $0.cannotAuthenticate() } }
-            guard !requests.isEmpty else { continue }
-            if await !link.send(requests.map(\.request)) {
-                session.update { $0.notTaken(requests.map(\.row)) }
+            case .write(let batch):
+                let (requests, unavailable) = prepare(batch)
+                if requests.count < batch.count { session.update { $0.withdraw(batch.count - requests.count) } }
+                // What was prepared still goes; then this connection stops (see LinkSession.State.cannotAuthenticate).
+                if unavailable { session.update { $0.cannotAuthenticate() } }
+                if !requests.isEmpty, await !link.send(requests.map(\.request)) {
+                    session.update { $0.notTaken(requests.map(\.row)) }
+                }
             }
         }
         // Closing: wait (bounded) for the answers to what is in flight, then hang up; what stays unanswered comes
@@ -208,7 +203,7 @@ struct SenderDriver<D: Destination>: Sendable {
         let deadline = ContinuousClock.now + link.drainTimeout
         while ContinuousClock.now < deadline {
             let generation = session.wake.generation
-            if session.read(\.inFlight) <= 0 { break }
+            if session.read(\.isDrained) { break }
             // Each answer wakes it (the reader records it in the session).
             await session.wake.wait(after: generation, timeout: deadline - .now)
         }
@@ -226,15 +221,18 @@ struct SenderDriver<D: Destination>: Sendable {
             let closingGeneration = session.closing.generation
             let queueGeneration = signal.generation
             let stoppingGeneration = shutdown.requestedSignal.generation
-            let (open, wanted) = session.read { ($0.open, $0.wantsClaim(batchSize: settings.batchSize)) }
-            guard open else { return }
-            if !wanted {
+            switch session.read({ $0.claimStep(batchSize: settings.batchSize) }) {
+            case .stop:
+                return
+            case .wait:
                 // The writer taking rows wakes it, as does the session closing or shutdown.
                 await QueueSignal.wait(
                     for: [(session.wake, wakeGeneration), (shutdown.requestedSignal, stoppingGeneration)],
                     timeout: Self.safetyWait
                 )
                 continue
+            case .claim:
+                break
             }
             // push_broadcast_rate: this claim's share of broadcast rows. A connection for broadcast rows only waits
             // for a whole share (a tenth of a second's worth, one statement); one that claims both takes what there is
