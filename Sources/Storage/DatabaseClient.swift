@@ -75,7 +75,11 @@ package final class DatabaseClient: Service, Sendable {
                 let session: DatabaseSession
                 let chosen: DatabaseURL
                 do {
-                    (session, chosen) = try await DatabaseSession.detectChoosing(url: url, applicationName: applicationName, logger: logger)
+                    // Bounded as a whole: a step that never returns (a connection's end not reported, a close that
+                    // waits) must not keep the process from ever settling (`/readyz` and every request wait for it).
+                    (session, chosen) = try await withDeadline(detectLimit) { [url, applicationName, logger] in
+                        try await DatabaseSession.detectChoosing(url: url, applicationName: applicationName, logger: logger)
+                    }
                 } catch {
                     if Task.isCancelled { break }
                     health.failed(Self.describe(error))
@@ -111,6 +115,10 @@ package final class DatabaseClient: Service, Sendable {
             previous?.cancel()
         }
     }
+
+    /// How long finding the session's host and route may take: for each host, its connection (`connect_timeout`) and
+    /// a query, twice (directly, then as through a pooler).
+    var detectLimit: Duration { ((url.connectTimeout ?? .seconds(5)) + .seconds(5)) * (2 * max(1, url.hosts.count)) }
 
     private func announce(_ session: DatabaseSession, on chosen: DatabaseURL) {
         let previous = current.withLockedValue { $0.map { ($0.session, $0.host) } }

@@ -94,6 +94,47 @@ import Testing
         }
     }
 
+    /// A host that takes the connection and never answers (a hung machine whose kernel still accepts it: SIGSTOP to
+    /// PostgreSQL) is passed over after `connect_timeout`, as libpq does (its limit is for the whole connection, TLS and
+    /// authentication included, not only TCP's): by a new connection, and by the API whose host hangs while another
+    /// becomes writable. Before, the connection's start-up waited for ever and the API never moved.
+    @Test func aHostThatAcceptsAndNeverAnswersIsPassedOverAfterConnectTimeout() async throws {
+        try await ScratchCluster.with { a in
+            try await ScratchCluster.with { b in
+                try await Self.readOnly(b, true)
+                let url = try Self.url([a.port, b.port], "target_session_attrs=read-write&connect_timeout=2")
+                var configuration = APIHarness.configuration(url: url, mode: .production)
+                configuration.databaseURL.statementTimeout = .seconds(1)
+                try await APIHarness.run(configuration: configuration) { api in
+                    #expect(try await DatabaseOutageTests.join(api, 1).status == .ok)
+                    try a.freeze()
+                    defer { try? a.resume() }
+                    try await Self.readOnly(b, false)
+                    let start = ContinuousClock.now
+                    let port = try await withDeadline(.seconds(20)) { try await Self.port(url) }
+                    let took = start.duration(to: .now)
+                    #expect(port == b.port)
+                    #expect(took < .seconds(6), "the hung host was given up after connect_timeout (2 s): \(took)")
+                    let switched = ContinuousClock.now
+                    var status = HTTPResponse.Status.serviceUnavailable
+                    while status != .ok && switched.duration(to: .now) < .seconds(40) {
+                        // A join that reached the hung host ends after statement_timeout + 5 s (outcome unknown).
+                        status = (try? await withDeadline(.seconds(15)) { try await DatabaseOutageTests.join(api, 2).status }) ?? status
+                        if status != .ok { try await Task.sleep(for: .milliseconds(200)) }
+                    }
+                    let elapsed = switched.duration(to: .now)
+                    #expect(status == .ok && elapsed < .seconds(20), "200 again \(elapsed) after the host hung")
+                }
+                let rows = try await TestDatabase.scalar(
+                    try b.url(database: "pushchat"),
+                    "SELECT count(*) FROM active_users WHERE udid = \(Device.udid(2))",
+                    as: Int64.self
+                )
+                #expect(rows == 1, "the join after the switch is on B")
+            }
+        }
+    }
+
     /// The host in use becomes read-only under the API (its sessions end and come back read-only, as a demoted
     /// primary's would) while the other becomes writable: a write refused as read-only is a 503 (nothing was written),
     /// never a 500, and the API moves to the writable host within 10 s.
