@@ -102,6 +102,7 @@ let package = Package(
         ),
         // Firebase Cloud Messaging's protocol values (service accounts, OAuth assertions, messages, answers): no I/O.
         .target(name: "FCM", dependencies: ["Support", crypto, cryptoExtras], swiftSettings: swiftSettings),
+        .target(name: "Webhooks", dependencies: ["Support", crypto], swiftSettings: swiftSettings),
         .target(
             name: "APNsTransport",
             dependencies: [
@@ -215,6 +216,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "Support", cryptoExtras], swiftSettings: swiftSettings),
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Support"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Settings", postgres], swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",
