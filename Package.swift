@@ -131,7 +131,8 @@ let package = Package(
             name: "Push",
             dependencies: [
                 "Support", "Settings", "Observability", "HTTPServing", "APNs", "APNsTransport", "HTTP2Client", "Storage", "FCM",
-                hummingbird, postgres, serviceLifecycle, logging, metrics, coreMetrics, nioCore, nioPosix, nioSSL, nioHTTP2, nioHPACK,
+                "Webhooks", hummingbird, postgres, serviceLifecycle, logging, metrics, coreMetrics, nioCore, nioPosix, nioSSL, nioHTTP2,
+                nioHPACK,
                 nioConcurrencyHelpers, nioHTTP1, asyncHTTPClient,
             ],
             swiftSettings: swiftSettings
@@ -158,7 +159,8 @@ let package = Package(
         .executableTarget(
             name: "APIServer",
             dependencies: [
-                "API", "Settings", "Storage", "APNs", "Support", "Observability", argumentParser, hummingbird, logging, postgres,
+                "API", "Settings", "Storage", "APNs", "Support", "Observability", "Webhooks", argumentParser, hummingbird, logging,
+                postgres,
             ],
             swiftSettings: swiftSettings
         ),

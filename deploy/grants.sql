@@ -16,6 +16,14 @@ REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON api_keys FROM pushchat;
 -- service cannot point an app at a key file of its choosing).
 GRANT SELECT ON apps TO pushchat;
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON apps FROM pushchat;
+-- Webhooks (issue 45): the push daemon reads them (it signs with their secrets) and records how their POSTs went, and
+-- may disable one past the retry window; only `pushchat-api webhooks` as the owner adds, changes or removes one (a
+-- compromised service cannot point events at a URL of its choosing). Their outbox is written by the statements that
+-- record results (triggers) and emptied by the daemon.
+GRANT SELECT ON webhooks TO pushchat;
+REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON webhooks FROM pushchat;
+GRANT UPDATE (failures, failing_since, retry_at, last_error, delivered_at, disabled_at, disabled_reason) ON webhooks TO pushchat;
+GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_outbox TO pushchat;
 GRANT SELECT ON schema_migrations TO pushchat;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO pushchat;
 -- Tables later migrations create can be read at once; writing them takes a line above, in the release that needs it

@@ -6,7 +6,10 @@ struct PushChatAPI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushchat-api",
         abstract: "PushChat Server's HTTP API (wire-compatible with the PushChat iPhone app) and database tools.",
-        subcommands: [ServeCommand.self, MigrateCommand.self, QueueCommand.self, KeysCommand.self, AppsCommand.self, TestPushCommand.self],
+        subcommands: [
+            ServeCommand.self, MigrateCommand.self, QueueCommand.self, KeysCommand.self, AppsCommand.self, WebhooksCommand.self,
+            TestPushCommand.self,
+        ],
         defaultSubcommand: ServeCommand.self
     )
 }

@@ -74,7 +74,16 @@ package final class PushService: Service, Sendable {
             metrics: metrics,
             onStatusServerRunning: onStatusServerRunning
         )
-        return [database, service]
+        // Webhooks' POSTs on a client of their own (its own connections): a slow receiver never holds a connection the
+        // sending needs.
+        let webhookDatabase = DatabaseClient(url: configuration.databaseURL, applicationName: "pushchat-push webhooks", logger: logger)
+        let deliverer = try WebhookDeliverer(
+            database: webhookDatabase,
+            settings: configuration.webhooks,
+            registry: metrics,
+            logger: logger
+        )
+        return [database, webhookDatabase, service, deliverer]
     }
 
     package func run() async throws {

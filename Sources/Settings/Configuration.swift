@@ -44,6 +44,8 @@ package struct Configuration: Sendable {
     package var chatApp = App.defaultName
     /// What the prune job deletes besides old notifications.
     package var retention = RetentionSettings()
+    /// Webhooks' delivery (`webhook_*`).
+    package var webhooks = WebhookSettings()
 
     package init(
         mode: Mode,
@@ -122,6 +124,7 @@ package struct Configuration: Sendable {
         limits = try APILimits(source: source)
         exposure = try ExposureSettings(source: source)
         retention = try RetentionSettings(source: source)
+        webhooks = try WebhookSettings(source: source)
         if let text = source.value(.chatApp) {
             guard App.isValidName(text) else {
                 throw Self.invalid(.chatApp, source, "expected an app's name (pushchat-api apps list), got '\(text)'")

@@ -72,6 +72,12 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case pushMaxAge = "push_max_age"
     case pushStallTimeout = "push_stall_timeout"
     case pushBroadcastRate = "push_broadcast_rate"
+    case webhookPrivateHosts = "webhook_private_hosts"
+    case webhookTimeout = "webhook_timeout"
+    case webhookRetryFirst = "webhook_retry_first"
+    case webhookRetryWindow = "webhook_retry_window"
+    case webhookConcurrency = "webhook_concurrency"
+    case webhookCAFile = "webhook_ca_file"
 
     /// The key as written in the configuration file.
     package var fileKey: String { rawValue }

@@ -1,0 +1,49 @@
+import Foundation
+import Support
+
+/// How the push daemon delivers webhooks' events (issue 45): which receivers may be inside the network, how long a
+/// POST may take, and how failures are retried.
+package struct WebhookSettings: Sendable {
+    /// `host:port` pairs a webhook may point at although they are inside the network (loopback, private, link-local
+    /// addresses), and over http (`webhook_private_hosts`, comma-separated). Default none.
+    package var privateHosts: Set<String> = []
+    /// How long a POST may take, connection included, before it counts as failed (`webhook_timeout`). Default 10 s.
+    package var timeout: Duration = .seconds(10)
+    /// The wait after a webhook's first failed POST, doubling with each failure in a row up to 6 h, with jitter
+    /// (`webhook_retry_first`). Default 10 s.
+    package var retryFirst: Duration = .seconds(10)
+    /// How long a webhook may fail in a row before it is disabled (`webhook_retry_window`). Default 3 days.
+    package var retryWindow: Duration = .seconds(3 * 24 * 3600)
+    /// POSTs under way at once to one webhook (`webhook_concurrency`). Default 4.
+    package var concurrency = 4
+    /// A PEM file of the certificate authorities a receiver's https certificate may chain to, instead of the system's
+    /// (`webhook_ca_file`). Default: the system's.
+    package var caFile: String?
+
+    package init() {}
+
+    init(source: ConfigurationSource) throws(ConfigurationError) {
+        if let text = source.value(.webhookPrivateHosts) {
+            var hosts: Set<String> = []
+            for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+                guard let colon = item.lastIndex(of: ":"), let port = Int(item[item.index(after: colon)...]), (1...65535).contains(port),
+                    colon > item.startIndex
+                else {
+                    throw Configuration.invalid(.webhookPrivateHosts, source, "expected host:port pairs separated by commas, got '\(item)'")
+                }
+                hosts.insert(item.lowercased())
+            }
+            privateHosts = hosts
+        }
+        timeout = try Configuration.duration(.webhookTimeout, source, maximum: .seconds(120)) ?? timeout
+        retryFirst = try Configuration.duration(.webhookRetryFirst, source) ?? retryFirst
+        retryWindow = try Configuration.duration(.webhookRetryWindow, source) ?? retryWindow
+        concurrency = try Configuration.integer(.webhookConcurrency, source, in: 1...64) ?? concurrency
+        if let file = source.value(.webhookCAFile) {
+            guard file.hasPrefix("/") else {
+                throw Configuration.invalid(.webhookCAFile, source, "expected an absolute path, got '\(file)'")
+            }
+            caFile = file
+        }
+    }
+}

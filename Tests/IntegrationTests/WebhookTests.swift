@@ -1,0 +1,295 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import Settings
+@testable import Simulator
+@testable import Storage
+@testable import Support
+
+/// Delivery events to the caller (issue 45), end to end: webhooks added with `pushchat-api webhooks`, results recorded
+/// by the daemon, events POSTed to a receiver that checks the signatures with Python's hmac (`webhook_receiver.py`).
+@Suite(.serialized) struct WebhookTests {
+    static let allTypes = "notification.sent,notification.failed,device.unregistered,notification.completed"
+
+    /// `pushchat-api webhooks ARGUMENTS development` as the schema's owner.
+    static func cli(_ harness: PushHarness, _ arguments: [String], privateHosts: String = "") throws -> Executable.Result {
+        try Executable(name: "pushchat-api").run(
+            ["webhooks"] + arguments + ["development"],
+            environment: ["PUSHCHAT_DATABASE_URL": harness.url.connectionString, "PUSHCHAT_WEBHOOK_PRIVATE_HOSTS": privateHosts]
+        )
+    }
+
+    /// Adds a webhook; its secret (the last line printed).
+    static func add(_ harness: PushHarness, _ name: String, port: Int, events: String = allTypes) throws -> String {
+        let added = try cli(
+            harness,
+            ["add", name, "--url", "http://127.0.0.1:\(port)/hooks/pushchat?source=test", "--events", events],
+            privateHosts: "127.0.0.1:\(port)"
+        )
+        #expect(added.status == 0, "\(added.standardError)")
+        let secret = added.standardOutput.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(secret.hasPrefix("whsec_") && secret.count > 38, "\(added.standardOutput)")
+        return secret
+    }
+
+    /// A notification (already expanded) to tokens `numbers`, and a chat row to `chat` beside it; its id.
+    @discardableResult
+    static func notify(_ harness: PushHarness, _ numbers: [Int], chat: Int? = nil) async throws -> UUID {
+        let id = UUID()
+        try await TestDatabase.withConnection(harness.url) { connection in
+            try await connection.query(
+                "INSERT INTO notifications (id, key_name, recipients, push_type) VALUES (\(id), 'backend', \(Int32(numbers.count)), 'alert')",
+                logger: TestDatabase.logger
+            )
+            try await connection.query(
+                """
+                INSERT INTO push_queue (device_token, payload, notification_id)
+                SELECT lpad(to_hex(g), 64, '0'), '{"aps":{"alert":"hi"}}', \(id) FROM unnest(\(numbers)::int8[]) g
+                """,
+                logger: TestDatabase.logger
+            )
+            if let chat {
+                try await connection.query(
+                    "INSERT INTO push_queue (device_token, payload) VALUES (\(PushHarness.token(chat)), '{\"aps\":{\"alert\":\"chat\"}}')",
+                    logger: TestDatabase.logger
+                )
+            }
+        }
+        return id
+    }
+
+    static func configuration(_ harness: PushHarness, port: Int) -> Configuration {
+        var configuration = harness.configuration()
+        configuration.webhooks.privateHosts = ["127.0.0.1:\(port)"]
+        configuration.webhooks.retryFirst = .milliseconds(200)
+        return configuration
+    }
+
+    static func outbox(_ harness: PushHarness) async throws -> Int64 {
+        try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM webhook_outbox", as: Int64.self)
+    }
+
+    @Test func eventsAreSignedAndRetriedWithTheSameIDUntilTheReceiverTakesThem() async throws {
+        var simulator = SimulatorTests.configuration()
+        simulator.unregisteredTokens = [PushHarness.token(2)]
+        try await PushHarness.run(simulator: simulator) { harness in
+            let port = try FreePort.loopback()
+            let secret = try Self.add(harness, "backend", port: port)
+            let receiver = try await WebhookReceiver.start(secrets: [secret], fail: 2, port: port)
+            defer { receiver.stop() }
+            let id = try await Self.notify(harness, [1, 2, 3], chat: 4)
+            // Over HTTP/2: the simulator answers token 2 with 410 Unregistered.
+            var configuration = try harness.http2().0
+            configuration.webhooks = Self.configuration(harness, port: port).webhooks
+            try await harness.withDaemon(configuration) {
+                try await harness.waitUntil(timeout: .seconds(30), "the notification's events are delivered") {
+                    receiver.delivered.contains { $0.type == "notification.completed" } && receiver.delivered.count >= 5
+                }
+                try await harness.waitUntil(timeout: .seconds(10), "the outbox is empty") { try await Self.outbox(harness) == 0 }
+            }
+            let posts = receiver.posts
+            // Each POST signed once, with the secret `add` printed, verified by Python's hmac; the headers as specified.
+            #expect(posts.allSatisfy { $0.signatures == 1 && $0.verified == [true] })
+            #expect(posts.allSatisfy { $0.contentType == "application/json" && $0.age < 60 && $0.path == "/hooks/pushchat?source=test" })
+            // The two refused POSTs came again with the same webhook-id (and their events' ids).
+            let refused = posts.filter { $0.answer == 500 }
+            #expect(refused.count == 2)
+            for post in refused {
+                let again = posts.first { $0.n > post.n && $0.id == post.id && $0.answer == 200 }
+                #expect(again != nil, "\(post.id) was taken later")
+                #expect(again?.events.map(\.id) == post.events.map(\.id))
+            }
+            #expect(Set(posts.map(\.id)).allSatisfy { $0.hasPrefix("msg_") })
+            // Every event once, none for the chat row (the webhook did not ask for chat).
+            let delivered = receiver.delivered
+            #expect(delivered.count == 5, "\(delivered.map(\.type))")
+            #expect(Set(delivered.map(\.id)).count == delivered.count)
+            let sent = delivered.filter { $0.type == "notification.sent" }
+            #expect(Set(sent.map { $0.data["token"] ?? "" }) == [PushHarness.token(1), PushHarness.token(3)])
+            #expect(sent.allSatisfy { $0.data["notification_id"] == id.uuidString.lowercased() && $0.data["app"] == "default" })
+            #expect(sent.allSatisfy { $0.id.hasPrefix("evt_") && $0.timestamp.hasSuffix("Z") })
+            let failed = delivered.filter { $0.type == "notification.failed" }
+            #expect(failed.map { $0.data["token"] } == [PushHarness.token(2)])
+            #expect(failed.first?.data["status"] == "410" && failed.first?.data["reason"] == "Unregistered", "\(failed)")
+            let unregistered = delivered.filter { $0.type == "device.unregistered" }
+            #expect(unregistered.map { $0.data["token"] } == [PushHarness.token(2)])
+            let completed = delivered.filter { $0.type == "notification.completed" }
+            #expect(completed.count == 1)
+            #expect(completed.first?.data["sent"] == "2" && completed.first?.data["failed"] == "1", "\(completed)")
+            #expect(!delivered.contains { $0.data["token"] == PushHarness.token(4) })
+        }
+    }
+
+    @Test func aReceiverThatDoesNotAnswerInTimeIsTriedAgain() async throws {
+        try await PushHarness.run { harness in
+            let port = try FreePort.loopback()
+            let secret = try Self.add(harness, "slow", port: port)
+            let receiver = try await WebhookReceiver.start(secrets: [secret], delay: 15, port: port)
+            defer { receiver.stop() }
+            try await Self.notify(harness, [1])
+            var configuration = Self.configuration(harness, port: port)
+            configuration.webhooks.timeout = .seconds(10)
+            try await harness.withDaemon(configuration) {
+                try await harness.waitUntil(timeout: .seconds(40), "the events are taken after the first POST timed out") {
+                    try await Self.outbox(harness) == 0 && receiver.posts.count >= 2
+                }
+            }
+            let posts = receiver.posts
+            // The first POST (answered after 15 s) was given up after 10 s and sent again, the same POST.
+            let first = try #require(posts.first { $0.n == 1 })
+            let again = try #require(posts.first { $0.n > 1 && $0.id == first.id }, "\(posts.map(\.id))")
+            #expect((Int(again.timestamp) ?? 0) - (Int(first.timestamp) ?? 0) >= 9)
+            #expect(posts.allSatisfy { $0.verified == [true] })
+            #expect(Set(receiver.delivered.map(\.type)) == ["notification.sent", "notification.completed"])
+        }
+    }
+
+    @Test func aKillMinus9AndAReceiverDownLoseNothing() async throws {
+        try await PushHarness.run { harness in
+            let port = try FreePort.loopback()
+            let secret = try Self.add(harness, "durable", port: port, events: "notification.sent,notification.completed")
+            let id = try await Self.notify(harness, Array(1...500))
+            var environment = harness.environment(harness.configuration())
+            environment["PUSHCHAT_WEBHOOK_PRIVATE_HOSTS"] = "127.0.0.1:\(port)"
+            environment["PUSHCHAT_WEBHOOK_RETRY_FIRST"] = "0.2"
+            // Nothing listens: every POST is refused while the daemon records its results.
+            let (first, _) = try PushProcessTests.start(environment)
+            try await harness.waitUntilAllSent(500)
+            try await harness.waitUntil(timeout: .seconds(20), "a POST was tried and refused") {
+                try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM webhook_outbox WHERE attempts > 0", as: Int64.self) > 0
+            }
+            kill(first.processIdentifier, SIGKILL)
+            _ = try await PushProcessTests.waitForExit(first, timeout: .seconds(5))
+            let waiting = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT coalesce(sum(event_count), 0)::int8 FROM webhook_outbox",
+                as: Int64.self
+            )
+            #expect(waiting == 501, "every event waits in the outbox")
+            // The receiver comes back, then a daemon.
+            let receiver = try await WebhookReceiver.start(secrets: [secret], port: port)
+            defer { receiver.stop() }
+            let (second, _) = try PushProcessTests.start(environment)
+            defer { second.terminate() }
+            try await harness.waitUntil(timeout: .seconds(30), "every event is delivered") {
+                Set(receiver.delivered.map(\.id)).count == 501
+            }
+            let delivered = receiver.delivered
+            #expect(Set(delivered.filter { $0.type == "notification.sent" }.map { $0.data["token"] ?? "" }).count == 500)
+            #expect(
+                delivered.filter { $0.type == "notification.completed" }.map { $0.data["notification_id"] } == [id.uuidString.lowercased()]
+            )
+            #expect(receiver.posts.allSatisfy { $0.verified == [true] && $0.events.count <= 1000 })
+            try await harness.waitUntil(timeout: .seconds(10), "the outbox is empty") { try await Self.outbox(harness) == 0 }
+        }
+    }
+
+    @Test func aRotationSignsWithBothSecrets() async throws {
+        try await PushHarness.run { harness in
+            let port = try FreePort.loopback()
+            let old = try Self.add(harness, "rotating", port: port)
+            let rotated = try Self.cli(harness, ["rotate", "rotating"])
+            #expect(rotated.status == 0, "\(rotated.standardError)")
+            let new = rotated.standardOutput.split(separator: "\n").last.map(String.init) ?? ""
+            #expect(new.hasPrefix("whsec_") && new != old)
+            let listed = try Self.cli(harness, ["list"])
+            #expect(listed.standardOutput.contains("rotating: two signatures"), "\(listed.standardOutput)")
+            #expect(!listed.standardOutput.contains("whsec_"), "list shows no secret")
+            let receiver = try await WebhookReceiver.start(secrets: [old, new], port: port)
+            defer { receiver.stop() }
+            try await Self.notify(harness, [1])
+            try await harness.withDaemon(Self.configuration(harness, port: port)) {
+                try await harness.waitUntil(timeout: .seconds(30), "the events are delivered") { receiver.delivered.count == 2 }
+            }
+            #expect(receiver.posts.allSatisfy { $0.signatures == 2 && $0.verified == [true, true] })
+        }
+    }
+
+    @Test func urlsInsideTheNetworkAreRefusedAtAddAndAtSendTime() async throws {
+        try await PushHarness.run { harness in
+            let refusals: [(String, String)] = [
+                ("http://127.0.0.1:9/x", "http only for a host listed in webhook_private_hosts"),
+                ("https://127.0.0.1/x", "points inside the network"),
+                ("https://localhost:8443/x", "points inside the network"),
+                ("https://169.254.169.254/latest", "points inside the network"),
+                ("https://10.1.2.3/x", "points inside the network"),
+                ("https://[::1]:8443/x", "points inside the network"),
+                ("https://user:pw@example.com/x", "no user or password"),
+                ("ftp://example.com/x", "https"),
+            ]
+            for (url, reason) in refusals {
+                let added = try Self.cli(harness, ["add", "inside", "--url", url])
+                #expect(added.status != 0, "\(url)")
+                #expect(added.standardError.contains(reason), "\(url): \(added.standardError)")
+            }
+            let bad = try Self.cli(harness, ["add", "bad", "--url", "https://example.com/", "--events", "notification.sent,nope"])
+            #expect(bad.status != 0 && bad.standardError.contains("nope"), "\(bad.standardError)")
+            #expect(try await TestDatabase.scalar(harness.url, "SELECT count(*) FROM webhooks", as: Int64.self) == 0)
+
+            // Listed when added, not listed where the daemon runs: refused before any connection.
+            let port = try FreePort.loopback()
+            let added = try Self.cli(
+                harness,
+                ["add", "moved", "--url", "https://localhost:\(port)/x"],
+                privateHosts: "localhost:\(port)"
+            )
+            #expect(added.status == 0, "\(added.standardError)")
+            let receiver = try await WebhookReceiver.start(secrets: [], port: port)
+            defer { receiver.stop() }
+            try await Self.notify(harness, [1])
+            var configuration = harness.configuration()
+            configuration.webhooks.retryFirst = .milliseconds(200)
+            try await harness.withDaemon(configuration) {
+                try await harness.waitUntil(timeout: .seconds(30), "the POST is refused") {
+                    let error = try await TestDatabase.scalar(
+                        harness.url,
+                        "SELECT coalesce(max(last_error), '') FROM webhooks WHERE name = 'moved'",
+                        as: String.self
+                    )
+                    return error.contains("points inside the network")
+                }
+            }
+            #expect(receiver.posts.isEmpty)
+        }
+    }
+
+    @Test func aWebhookFailingForTheWholeRetryWindowIsDisabledAndStopsCollecting() async throws {
+        try await PushHarness.run { harness in
+            let port = try FreePort.loopback()
+            let secret = try Self.add(harness, "failing", port: port)
+            let failing = try await WebhookReceiver.start(secrets: [secret], fail: 1_000_000, port: port)
+            try await Self.notify(harness, [1])
+            var configuration = Self.configuration(harness, port: port)
+            configuration.webhooks.retryWindow = .seconds(2)
+            configuration.webhooks.retryFirst = .milliseconds(100)
+            try await harness.withDaemon(configuration) {
+                try await harness.waitUntil(timeout: .seconds(30), "the webhook is disabled") {
+                    try await TestDatabase.scalar(
+                        harness.url,
+                        "SELECT count(*) FROM webhooks WHERE disabled_at IS NOT NULL AND disabled_reason LIKE '%retry window%HTTP 500'",
+                        as: Int64.self
+                    ) == 1
+                }
+                // Disabled: new results write no events for it.
+                let waiting = try await Self.outbox(harness)
+                try await Self.notify(harness, [2, 3])
+                try await harness.waitUntilAllSent(3)
+                #expect(try await Self.outbox(harness) == waiting)
+            }
+            failing.stop()
+            let listed = try Self.cli(harness, ["list"])
+            #expect(listed.standardOutput.contains("retry window"), "\(listed.standardOutput)")
+            #expect(failing.posts.count >= 2)
+            // Enabled again with a receiver that answers: what waited is delivered.
+            let receiver = try await WebhookReceiver.start(secrets: [secret], port: port)
+            defer { receiver.stop() }
+            #expect(try Self.cli(harness, ["enable", "failing"]).status == 0)
+            try await harness.withDaemon(Self.configuration(harness, port: port)) {
+                try await harness.waitUntil(timeout: .seconds(30), "what waited is delivered") { try await Self.outbox(harness) == 0 }
+            }
+            #expect(Set(receiver.delivered.map(\.type)) == ["notification.sent", "notification.completed"])
+            #expect(receiver.delivered.allSatisfy { $0.data["token"] == nil || $0.data["token"] == PushHarness.token(1) })
+        }
+    }
+}

@@ -1,0 +1,209 @@
+-- Delivery events to the caller (issue 45): signed webhooks from a durable outbox. A webhook is a receiver's URL for one
+-- app with the event types it wants; its events are written to webhook_outbox by triggers that fire inside the
+-- statement recording a result (rows moved to push_history, tokens reported to invalid_tokens), so a crash between
+-- the result and the POST loses nothing. pushchat-push POSTs each outbox row (up to 1,000 events) until the receiver
+-- answers 2xx, then deletes it.
+--
+-- Expand only: the release before this one still runs on the schema (its inserts into push_history and invalid_tokens
+-- fire the triggers, which write events only for webhooks, and it has none to deliver until this release runs again).
+
+CREATE TABLE webhooks (
+    id                    bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name                  text        NOT NULL UNIQUE,
+    app                   text        NOT NULL REFERENCES apps (name),
+    url                   text        NOT NULL,
+    secret                text        NOT NULL,
+    previous_secret       text,
+    previous_secret_until timestamptz,
+    events                text[]      NOT NULL DEFAULT '{notification.failed,device.unregistered,notification.completed}',
+    created_at            timestamptz NOT NULL DEFAULT now(),
+    updated_at            timestamptz NOT NULL DEFAULT now(),
+    failures              integer     NOT NULL DEFAULT 0,
+    failing_since         timestamptz,
+    retry_at              timestamptz,
+    last_error            text,
+    delivered_at          timestamptz,
+    disabled_at           timestamptz,
+    disabled_reason       text,
+    CONSTRAINT webhooks_name_format CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'),
+    CONSTRAINT webhooks_url_size CHECK (octet_length(url) <= 2048),
+    CONSTRAINT webhooks_secret_format CHECK (secret LIKE 'whsec\_%' AND coalesce(previous_secret, 'whsec_') LIKE 'whsec\_%'),
+    CONSTRAINT webhooks_events CHECK (
+        cardinality(events) > 0
+        AND events <@ '{notification.sent,notification.failed,device.unregistered,notification.completed,chat}'::text[]
+    )
+);
+
+COMMENT ON TABLE webhooks IS
+    'Receivers of delivery events (pushchat-api webhooks add|list|remove|rotate|disable|enable). Each POST is signed with secret (Standard Webhooks); during a rotation previous_secret signs beside it until previous_secret_until.';
+COMMENT ON COLUMN webhooks.id IS 'The webhook''s number: webhook_outbox rows name it.';
+COMMENT ON COLUMN webhooks.name IS 'What the operator calls it (letters, digits, dot, dash, underscore): the metrics'' webhook label.';
+COMMENT ON COLUMN webhooks.previous_secret IS 'The secret before the last rotation: it signs beside secret until previous_secret_until.';
+COMMENT ON COLUMN webhooks.previous_secret_until IS 'When the previous secret stops signing (24 h after webhooks rotate).';
+COMMENT ON COLUMN webhooks.created_at IS 'When webhooks add stored it.';
+COMMENT ON COLUMN webhooks.updated_at IS 'When the owner last changed it (rotate, disable, enable).';
+COMMENT ON COLUMN webhooks.delivered_at IS 'When a POST to it was last taken (2xx).';
+COMMENT ON COLUMN webhooks.disabled_reason IS 'Why it is disabled: by hand, or failing for the whole retry window (with the last error).';
+COMMENT ON COLUMN webhooks.app IS 'The app whose events it receives.';
+COMMENT ON COLUMN webhooks.url IS 'Where events are POSTed: https (http only for a host listed in webhook_private_hosts).';
+COMMENT ON COLUMN webhooks.secret IS 'The signing secret, whsec_ + base64 of its bytes. Shown once by add and rotate.';
+COMMENT ON COLUMN webhooks.events IS
+    'Event types it receives: notification.sent, notification.failed, device.unregistered, notification.completed; chat adds chat messages'' rows (keyed by message id) to the sent and failed events.';
+COMMENT ON COLUMN webhooks.failures IS 'POSTs that failed in a row (0 after a 2xx).';
+COMMENT ON COLUMN webhooks.failing_since IS 'When the first of those failures happened: past the retry window (3 days) the webhook is disabled.';
+COMMENT ON COLUMN webhooks.retry_at IS 'No POST before this time (backoff with jitter after a failure).';
+COMMENT ON COLUMN webhooks.last_error IS 'Why the last POST failed (status, timeout, refused connection, address refused).';
+COMMENT ON COLUMN webhooks.disabled_at IS 'Set by webhooks disable, or by the daemon after the retry window: no events are written or sent.';
+
+CREATE TABLE webhook_outbox (
+    id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    webhook_id      bigint      NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+    events          jsonb       NOT NULL,
+    event_count     integer     NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    next_attempt_at timestamptz NOT NULL DEFAULT now(),
+    attempts        integer     NOT NULL DEFAULT 0,
+    last_error      text,
+    CONSTRAINT webhook_outbox_events CHECK (jsonb_typeof(events) = 'array' AND event_count BETWEEN 1 AND 1000)
+);
+
+COMMENT ON TABLE webhook_outbox IS
+    'POSTs waiting for their receiver: one row is one POST ({"events": events}, webhook-id msg_<id>, the same on every retry), deleted once the receiver answered 2xx. SELECT webhook_id, count(*), min(created_at) FROM webhook_outbox GROUP BY 1 shows what waits.';
+COMMENT ON COLUMN webhook_outbox.id IS 'The POST''s number: its webhook-id is msg_<id>.';
+COMMENT ON COLUMN webhook_outbox.webhook_id IS 'The webhook it goes to (removed with it).';
+COMMENT ON COLUMN webhook_outbox.events IS 'The events, a JSON array (the body is {"events": …}); each event''s id is stable across retries.';
+COMMENT ON COLUMN webhook_outbox.event_count IS 'How many events (1 to 1,000).';
+COMMENT ON COLUMN webhook_outbox.created_at IS 'When the statement that recorded the results wrote it.';
+COMMENT ON COLUMN webhook_outbox.last_error IS 'Why its last POST failed.';
+COMMENT ON COLUMN webhook_outbox.next_attempt_at IS 'When it is due: a daemon POSTing it moves this ahead by its lease, so a daemon that dies leaves it due again.';
+COMMENT ON COLUMN webhook_outbox.attempts IS 'POSTs of it that failed.';
+
+CREATE INDEX webhook_outbox_due_idx ON webhook_outbox (webhook_id, next_attempt_at);
+
+-- Events of one statement's rows: one outbox row per webhook and 1,000 events. `kind`: 'done' (push_history rows: sent
+-- or failed) or 'tokens' (invalid_tokens rows: device.unregistered).
+CREATE FUNCTION webhook_outbox_write() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    -- Without an enabled webhook a result costs one probe of a tiny table.
+    IF NOT EXISTS (SELECT 1 FROM webhooks WHERE disabled_at IS NULL) THEN
+        RETURN NULL;
+    END IF;
+    IF TG_ARGV[0] = 'done' THEN
+        INSERT INTO webhook_outbox (webhook_id, events, event_count)
+        SELECT webhook_id, jsonb_agg(event ORDER BY ord), count(*)
+        FROM (
+            SELECT w.id AS webhook_id, e.event, e.ord,
+                   (row_number() OVER (PARTITION BY w.id ORDER BY e.ord) - 1) / 1000 AS part
+            FROM (
+                SELECT d.message_id AS ord, d.app, d.notification_id,
+                       CASE WHEN d.time_sent IS NOT NULL THEN 'notification.sent' ELSE 'notification.failed' END AS type,
+                       jsonb_build_object(
+                           'id', 'evt_' || d.message_id || CASE WHEN d.time_sent IS NOT NULL THEN '_sent' ELSE '_failed' END,
+                           'type', CASE WHEN d.time_sent IS NOT NULL THEN 'notification.sent' ELSE 'notification.failed' END,
+                           'timestamp', to_char(coalesce(d.time_sent, d.time_failed) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                           'data', jsonb_strip_nulls(jsonb_build_object(
+                               'notification_id', d.notification_id,
+                               'message_id', d.message_id,
+                               'app', d.app,
+                               'platform', d.platform,
+                               'token', d.device_token,
+                               'status', CASE WHEN d.time_sent IS NOT NULL THEN 'sent' ELSE d.last_status END,
+                               'reason', CASE WHEN d.time_sent IS NULL THEN d.last_error END,
+                               'attempts', d.attempts
+                           ))
+                       ) AS event
+                FROM done_rows d
+            ) e
+            JOIN webhooks w ON w.app = e.app AND w.disabled_at IS NULL AND e.type = ANY (w.events)
+                AND (e.notification_id IS NOT NULL OR 'chat' = ANY (w.events))
+        ) x
+        GROUP BY webhook_id, part;
+
+        IF EXISTS (SELECT 1 FROM webhooks WHERE disabled_at IS NULL AND 'notification.completed' = ANY (events)) THEN
+            -- A notification is complete when it is expanded (or canceled) and none of its rows waits. Two statements
+            -- finishing its last rows at once each see the other's rows still waiting: the lock makes the second wait
+            -- for the first to commit and look again (each statement here sees what committed before it began), so
+            -- exactly one of them writes the event; the statement that ends an expansion looks too (its trigger below).
+            PERFORM 1 FROM notifications n
+            WHERE n.id IN (SELECT DISTINCT notification_id FROM done_rows WHERE notification_id IS NOT NULL)
+                AND EXISTS (SELECT 1 FROM webhooks w WHERE w.app = n.app AND w.disabled_at IS NULL AND 'notification.completed' = ANY (w.events))
+            ORDER BY n.id
+            FOR NO KEY UPDATE OF n;
+            PERFORM webhook_completed_write(ARRAY(SELECT DISTINCT notification_id FROM done_rows WHERE notification_id IS NOT NULL));
+        END IF;
+    ELSE
+        INSERT INTO webhook_outbox (webhook_id, events, event_count)
+        SELECT webhook_id, jsonb_agg(event ORDER BY ord), count(*)
+        FROM (
+            SELECT w.id AS webhook_id, e.event, e.ord,
+                   (row_number() OVER (PARTITION BY w.id ORDER BY e.ord) - 1) / 1000 AS part
+            FROM (
+                SELECT t.device_token AS ord, t.app,
+                       jsonb_build_object(
+                           'id', 'evt_' || md5(t.app || ':' || t.device_token || ':' || extract(epoch FROM t.reported_at)::text) || '_unregistered',
+                           'type', 'device.unregistered',
+                           'timestamp', to_char(t.reported_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                           'data', jsonb_build_object('app', t.app, 'token', t.device_token, 'source', t.source)
+                       ) AS event
+                FROM reported t
+                -- An upsert's report (processed_at NULL again), not the feedback job's stamp of it.
+                WHERE t.processed_at IS NULL
+            ) e
+            JOIN webhooks w ON w.app = e.app AND w.disabled_at IS NULL AND 'device.unregistered' = ANY (w.events)
+        ) x
+        GROUP BY webhook_id, part;
+    END IF;
+    RETURN NULL;
+END $$;
+
+-- notification.completed for those of `ids` that are complete now, with the counts the status API gives.
+CREATE FUNCTION webhook_completed_write(ids uuid[]) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO webhook_outbox (webhook_id, events, event_count)
+    SELECT w.id, jsonb_build_array(jsonb_build_object(
+        'id', 'evt_' || n.id || '_completed',
+        'type', 'notification.completed',
+        'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'data', jsonb_build_object(
+            'notification_id', n.id, 'app', n.app,
+            'status', CASE WHEN n.canceled_at IS NOT NULL THEN 'canceled' ELSE 'done' END,
+            'recipients', n.recipients, 'queued', c.queued, 'sent', c.sent, 'failed', c.failed, 'canceled', c.canceled
+        )
+    )), 1
+    FROM notifications n
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS queued,
+               count(*) FILTER (WHERE h.time_sent IS NOT NULL) AS sent,
+               count(*) FILTER (WHERE h.time_failed IS NOT NULL AND h.last_status IS DISTINCT FROM 'canceled') AS failed,
+               count(*) FILTER (WHERE h.last_status = 'canceled') AS canceled
+        FROM push_history h WHERE h.notification_id = n.id
+    ) c
+    JOIN webhooks w ON w.app = n.app AND w.disabled_at IS NULL AND 'notification.completed' = ANY (w.events)
+    WHERE n.id = ANY (ids)
+        AND (n.expanded_at IS NOT NULL OR n.canceled_at IS NOT NULL)
+        AND NOT EXISTS (
+            SELECT 1 FROM push_queue q
+            WHERE q.notification_id = n.id AND q.time_sent IS NULL AND q.time_failed IS NULL
+        )
+$$;
+
+-- The statement that ends a broadcast's expansion (or cancels it) may come after its last row was done.
+CREATE FUNCTION webhook_expansion_ended() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM webhooks WHERE disabled_at IS NULL AND 'notification.completed' = ANY (events)) THEN
+        PERFORM webhook_completed_write(ARRAY[NEW.id]);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER push_history_webhook_events AFTER INSERT ON push_history
+    REFERENCING NEW TABLE AS done_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_outbox_write('done');
+CREATE TRIGGER invalid_tokens_webhook_events_insert AFTER INSERT ON invalid_tokens
+    REFERENCING NEW TABLE AS reported FOR EACH STATEMENT EXECUTE FUNCTION webhook_outbox_write('tokens');
+CREATE TRIGGER invalid_tokens_webhook_events_update AFTER UPDATE ON invalid_tokens
+    REFERENCING NEW TABLE AS reported FOR EACH STATEMENT EXECUTE FUNCTION webhook_outbox_write('tokens');
+CREATE TRIGGER notifications_webhook_completed AFTER UPDATE OF expanded_at, canceled_at ON notifications
+    FOR EACH ROW WHEN (OLD.expanded_at IS NULL AND OLD.canceled_at IS NULL AND (NEW.expanded_at IS NOT NULL OR NEW.canceled_at IS NOT NULL))
+    EXECUTE FUNCTION webhook_expansion_ended();
