@@ -103,20 +103,18 @@ struct WebhooksCommand: AsyncParsableCommand {
         do {
             let url = try WebhookURL(parsing: text, privateHosts: privateHosts)
             guard !url.isListed(in: privateHosts), ClientAddress(url.host) == nil else { return url }
-            let addresses: [SocketAddressText]
+            let addresses: [ClientAddress]
             do {
-                addresses = try await HostResolver.resolve(host: url.host, port: url.port).compactMap(\.ipAddress)
+                addresses = try await HostResolver.addresses(host: url.host, port: url.port)
             } catch let error as HostResolver.Failure {
                 throw Refusal(reason: "\(error.description): a webhook's host must resolve")
             }
-            try url.check(resolved: addresses.compactMap(ClientAddress.init), privateHosts: privateHosts)
+            try url.check(resolved: addresses, privateHosts: privateHosts)
             return url
         } catch let error as WebhookError {
             throw Refusal(reason: error.reason)
         }
     }
-
-    typealias SocketAddressText = String
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -46,4 +46,8 @@ package enum HostResolver {
         }
     }
 
+    /// The host's addresses as ``ClientAddress`` values (for a scope check that connects nowhere).
+    package static func addresses(host: String, port: Int) async throws -> [ClientAddress] {
+        try await resolve(host: host, port: port).compactMap { $0.ipAddress.flatMap(ClientAddress.init) }
+    }
 }
