@@ -115,6 +115,8 @@ run_guide_block() {
             -e "s#/var/backups/pushchat#$scratch/backups#g" -e "s#/etc/systemd/system/#$scratch/etc/systemd/system/#g" \
             -e "s#/etc/nginx#$scratch/etc/nginx#g" -e "s#/var/www/letsencrypt#$scratch/www/letsencrypt#g" \
             -e "s#/etc/nftables#$scratch/etc/nftables#g" \
+            -e "s#https://hooks.example.com/pushchat#http://127.0.0.1:${webhook_port:-9}/pushchat#g" \
+            -e "s#env PUSHCHAT_DATABASE_URL=\([^ ]*\) bin/pushchat-api webhooks #env PUSHCHAT_WEBHOOK_PRIVATE_HOSTS=127.0.0.1:${webhook_port:-9} PUSHCHAT_DATABASE_URL=\1 bin/pushchat-api webhooks #g" \
             -e "s#/etc/postgresql/15/main/#/etc/postgresql/$pg_version/${ha_cluster:-}/#g" \
             -e "s#/var/lib/postgresql/15/main#/var/lib/postgresql/$pg_version/${ha_cluster:-}#g" \
             -e "s#pg_ctlcluster 15 main #pg_ctlcluster $pg_version ${ha_cluster:-} #g" -e "s#-h db1 #-h localhost -p ${ha_primary_port:-} #g" \
@@ -405,6 +407,8 @@ account["private_key_id"] = "2" * 40
 json.dump(account, open(sys.argv[3], "w"), indent=2)
 EOF
 http2_port=$(free_port)
+# The receiver of delivery events (the guide's webhook at hooks.example.com stands on loopback, listed as private).
+webhook_port=$(free_port)
 # Built by `make dist` beside the programs it packs.
 simulator=$(make -s -C "$repo" --no-print-directory release-bin-path)/pushchat-apns-sim
 [ -x "$simulator" ] || die "the simulator was not built by make dist ($simulator)"
@@ -468,6 +472,7 @@ run_guide_block install "$server" /dev/null
 {
     echo "# deploy-test: the local simulator stands in for Apple"
     echo "PUSHCHAT_APNS_HOST=127.0.0.1:$http2_port"
+    echo "PUSHCHAT_WEBHOOK_PRIVATE_HOSTS=127.0.0.1:$webhook_port"
     echo "PUSHCHAT_APNS_CA_FILE=$etc/apns-ca.pem"
     echo "PUSHCHAT_FCM_HOST=127.0.0.1:$fcm_port"
     echo "PUSHCHAT_FCM_CA_FILE=$etc/apns-ca.pem"
@@ -486,6 +491,13 @@ run_guide_block metrics "$repo" /dev/null
 run_guide_block keys "$repo" /dev/null
 api_key=$(grep -E '^pck_[A-Za-z0-9_-]{43}$' "$scratch/guide.log" | tail -n 1)
 [ -n "$api_key" ] || die "keys create printed no key on its last line"
+run_guide_block webhooks "$repo" /dev/null
+webhook_secret=$(grep -E '^whsec_[A-Za-z0-9+/=]{40,}$' "$scratch/guide.log" | tail -n 1)
+[ -n "$webhook_secret" ] || die "webhooks add printed no secret on its last line"
+# The receiver checks every POST's signature with Python's hmac (not the project's signer).
+python3 Tests/IntegrationTests/Support/webhook_receiver.py --port "$webhook_port" --secret "$webhook_secret" \
+    >"$scratch/webhooks.jsonl" 2>"$scratch/webhooks.log" &
+pids+=($!)
 owner=$(db "SELECT tableowner FROM pg_tables WHERE tablename = 'push_queue'")
 [ "$owner" = pushchat_owner ] || die "push_queue belongs to $owner, not pushchat_owner"
 service_url=$(grep '^PUSHCHAT_DATABASE_URL=' "$etc/pushchat.env" | cut -d= -f2-)
@@ -496,6 +508,9 @@ if psql "$service_url" -v ON_ERROR_STOP=1 -qc 'CREATE TABLE intruder ()' >/dev/n
     die "the services' role may change the schema"
 fi
 psql "$service_url" -qtAc 'SELECT count(*) FROM api_keys' >/dev/null || die "the services' role cannot read the keys"
+if psql "$service_url" -v ON_ERROR_STOP=1 -qc "UPDATE webhooks SET url = 'https://attacker.example/'" >/dev/null 2>&1; then
+    die "the services' role may point a webhook elsewhere"
+fi
 if psql "$service_url" -v ON_ERROR_STOP=1 -qc "INSERT INTO api_keys (name, key_hash) VALUES ('intruder', 'x')" >/dev/null 2>&1 \
     || psql "$service_url" -v ON_ERROR_STOP=1 -qc "UPDATE api_keys SET scopes = '{send,broadcast}'" >/dev/null 2>&1; then
     die "the services' role may write api_keys"
@@ -634,6 +649,24 @@ v1 "http://127.0.0.1:44447/v1/notifications/$notification" | grep -q '"sent":1' 
     || die "an unknown key was not refused"
 [ "$(v1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:44447/v1/devices?user=ops")" = 403 ] \
     || die "the guide's key (default scopes) could list devices"
+
+step "delivery events (the guide's webhook): the 410 and the provider notification's completion, signed"
+for _ in $(seq 1 200); do
+    grep -q "notification.completed" "$scratch/webhooks.jsonl" && grep -q "device.unregistered" "$scratch/webhooks.jsonl" && break
+    sleep 0.1
+done
+python3 - "$scratch/webhooks.jsonl" "$token_c" "$notification" <<'CHECK' || die "the webhook's events: $(cat "$scratch/webhooks.jsonl")"
+import json, sys
+posts = [json.loads(line) for line in open(sys.argv[1]) if line.startswith('{"n"')]
+assert posts and all(p["verified"] == [True] and p["answer"] == 200 for p in posts), "unsigned or refused POSTs"
+events = [e for p in posts for e in p["events"]]
+assert any(e["type"] == "device.unregistered" and e["data"]["token"] == sys.argv[2] for e in events), "no device.unregistered for C"
+assert any(e["type"] == "notification.completed" and e["data"]["notification_id"] == sys.argv[3] and e["data"]["sent"] == 1
+           for e in events), "no notification.completed for the provider notification"
+assert not any(e["type"] == "notification.sent" for e in events), "notification.sent without asking for it"
+CHECK
+api_as_postgres() { (cd "$prefix/current" && runuser -u postgres -- env PUSHCHAT_DATABASE_URL="postgres://postgres@localhost:$pg_port/pushchat?host=/run/postgresql" bin/pushchat-api "$@"); }
+api_as_postgres webhooks list production | grep -q "^backend	default	http://127.0.0.1:$webhook_port/pushchat	" || die "webhooks list: $(api_as_postgres webhooks list production 2>&1)"
 
 step "a second app with a client certificate (the guide's §4, Several apps): its key sends to its devices, with its topic"
 cp "$certs/ck.pem" "$keys/beta.pem"

@@ -92,6 +92,8 @@ import Testing
             // Each POST signed once, with the secret `add` printed, verified by Python's hmac; the headers as specified.
             #expect(posts.allSatisfy { $0.signatures == 1 && $0.verified == [true] })
             #expect(posts.allSatisfy { $0.contentType == "application/json" && $0.age < 60 && $0.path == "/hooks/pushchat?source=test" })
+            // Every body as docs/openapi.yaml documents it (checked by jsonschema in the receiver).
+            #expect(posts.allSatisfy { $0.schema == "conforms" }, "\(posts.map(\.schema))")
             // The two refused POSTs came again with the same webhook-id (and their events' ids).
             let refused = posts.filter { $0.answer == 500 }
             #expect(refused.count == 2)
@@ -180,7 +182,7 @@ import Testing
             #expect(
                 delivered.filter { $0.type == "notification.completed" }.map { $0.data["notification_id"] } == [id.uuidString.lowercased()]
             )
-            #expect(receiver.posts.allSatisfy { $0.verified == [true] && $0.events.count <= 1000 })
+            #expect(receiver.posts.allSatisfy { $0.verified == [true] && $0.events.count <= 1000 && $0.schema == "conforms" })
             try await harness.waitUntil(timeout: .seconds(10), "the outbox is empty") { try await Self.outbox(harness) == 0 }
         }
     }
@@ -291,5 +293,39 @@ import Testing
             #expect(Set(receiver.delivered.map(\.type)) == ["notification.sent", "notification.completed"])
             #expect(receiver.delivered.allSatisfy { $0.data["token"] == nil || $0.data["token"] == PushHarness.token(1) })
         }
+    }
+
+    /// The README's dozen lines of Python verify the Standard Webhooks specification's own example (and refuse a
+    /// wrong secret, a changed body and an old timestamp): what a backend developer copies works.
+    @Test func theREADMEsVerifierChecksTheSpecificationsExample() throws {
+        let readme = try String(contentsOf: TestDatabase.repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "### Delivery events (webhooks)").dropFirst().first)
+        let code = try #require(section.components(separatedBy: "```python\n").dropFirst().first?.components(separatedBy: "```").first)
+        let check = """
+            import time
+            \(code)
+            headers = {"webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek", "webhook-timestamp": "1614265330",
+                       "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}
+            body = b'{"test": 2432232314}'
+            secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+            time.time = lambda: 1614265330 + 10
+            assert verify(secret, headers, body), "the example"
+            assert verify(secret, dict(headers, **{"webhook-signature": "v1,bm90IGl0 " + headers["webhook-signature"]}), body)
+            assert not verify("whsec_" + "A" * 32, headers, body), "another secret"
+            assert not verify(secret, headers, body + b" "), "another body"
+            time.time = lambda: 1614265330 + 301
+            assert not verify(secret, headers, body), "an old timestamp"
+            print("verified")
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", check]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        while process.isRunning { usleep(10_000) }
+        #expect(process.terminationStatus == 0 && text.contains("verified"), "\(text)")
     }
 }

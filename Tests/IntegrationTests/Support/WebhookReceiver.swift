@@ -23,6 +23,8 @@ final class WebhookReceiver: Sendable {
         let events: [Event]
         /// What the receiver answered.
         let answer: Int
+        /// `conforms`, or how the body breaks docs/openapi.yaml's WebhookDelivery schema.
+        let schema: String
     }
 
     struct Event: Sendable {
@@ -117,7 +119,8 @@ final class WebhookReceiver: Sendable {
             signatures: object["signatures"] as? Int ?? 0,
             verified: object["verified"] as? [Bool] ?? [],
             events: events,
-            answer: object["answer"] as? Int ?? 0
+            answer: object["answer"] as? Int ?? 0,
+            schema: object["schema"] as? String ?? ""
         )
     }
 

@@ -12,6 +12,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import sys
 import threading
 import time
@@ -26,6 +27,24 @@ args = parser.parse_args()
 
 lock = threading.Lock()
 count = 0
+
+# Each body is checked against docs/openapi.yaml's WebhookDelivery schema (the documented event shapes).
+SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "openapi.yaml")
+try:
+    import jsonschema
+    import yaml
+
+    components = yaml.safe_load(open(SPEC))["components"]
+    validator = jsonschema.Draft202012Validator({"$ref": "#/components/schemas/WebhookDelivery", "components": components})
+except ImportError:
+    validator = None
+
+
+def conformance(document):
+    if validator is None:
+        return "not checked (jsonschema or yaml missing)"
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.path))
+    return "conforms" if not errors else f"{list(errors[0].path)}: {errors[0].message}"
 
 
 def verify(secret, message_id, timestamp, body, signatures):
@@ -48,9 +67,12 @@ class Handler(BaseHTTPRequestHandler):
         timestamp = self.headers.get("webhook-timestamp", "")
         signatures = self.headers.get("webhook-signature", "").split(" ")
         try:
-            events = json.loads(body)["events"]
+            document = json.loads(body)
+            events = document["events"]
+            schema = conformance(document)
         except (ValueError, KeyError, TypeError):
             events = None
+            schema = "not JSON with events"
         status = 500 if n <= args.fail else 200
         record = {
             "n": n,
@@ -62,6 +84,7 @@ class Handler(BaseHTTPRequestHandler):
             "signatures": len(signatures),
             "verified": [verify(s, message_id, timestamp, body, signatures) for s in args.secret],
             "events": events,
+            "schema": schema,
             "answer": status,
         }
         # One write per line, under the lock: print() from two threads can interleave a line with another's newline.
