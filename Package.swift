@@ -148,8 +148,9 @@ let package = Package(
         .target(
             name: "Simulator",
             dependencies: [
-                "Support", "Settings", "APNs", "APNsTransport", "HTTP2Client", "FCM", hummingbird, nioCore, nioPosix, nioSSL, nioTLS,
-                nioHTTP2, nioHPACK,
+                "Support", "Settings", "APNs", "APNsTransport", "HTTP2Client", "FCM", "Webhooks", hummingbird, httpTypes, nioCore, nioPosix,
+                nioSSL,
+                nioTLS, nioHTTP2, nioHPACK,
                 crypto, cryptoExtras, serviceLifecycle,
                 logging, nioConcurrencyHelpers,
             ],
@@ -244,7 +245,7 @@ let package = Package(
             dependencies: [
                 "Support", "Settings", "Observability", "APNs", "APNsTransport", "HTTP2Client", "Storage", "API", "APIServer", "Simulator",
                 "Push",
-                "Feedback", "FCM", cryptoExtras,
+                "Feedback", "FCM", "Webhooks", cryptoExtras,
                 .product(name: "HummingbirdTesting", package: "hummingbird"), hummingbird, httpTypes, logging, serviceLifecycle,
                 nioConcurrencyHelpers, postgres, nioCore, nioFoundationCompat, nioPosix, nioSSL, nioHTTP2,
             ],

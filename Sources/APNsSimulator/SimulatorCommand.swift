@@ -47,6 +47,11 @@ struct SimulatorCommand: AsyncParsableCommand {
     var statusPort = 8095
     @Flag(help: "Do not serve the status page.")
     var noStatus = false
+    @Option(
+        name: .customLong("webhook-secret"),
+        help: "A webhook's secret (whsec_…, repeatable): the status page's POST /webhooks refuses a POST no secret signed (401)."
+    )
+    var webhookSecrets: [String] = []
     @Option(help: "File of hex device tokens (one per line) answered with status 8, invalid token.")
     var unregistered: String?
     @Option(help: "File of feedback tuples, one per line: HEX-TOKEN EPOCH-SECONDS.")
@@ -106,6 +111,7 @@ struct SimulatorCommand: AsyncParsableCommand {
         configuration.gatewayPort = gatewayPort
         configuration.feedbackPort = feedbackPort
         configuration.statusPort = noStatus ? nil : statusPort
+        configuration.webhookSecrets = webhookSecrets
         configuration.http2Port = http2Port
         configuration.http2.topics = topic
         configuration.http2.maxConcurrentStreams = maxStreams

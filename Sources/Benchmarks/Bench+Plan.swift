@@ -45,7 +45,7 @@ package struct BenchPlan: Sendable {
 
     static let defaultGroups: Set<String> = ["simulator", "drain", "http2", "memory", "latency", "api", "fanout", "feedback"]
     /// The groups that read the simulator through its counters only, so they run against its own process too.
-    static let fieldGroups: Set<String> = ["drain", "http2", "memory", "api", "rounds", "chat", "soak", "broadcast"]
+    static let fieldGroups: Set<String> = ["drain", "http2", "memory", "api", "rounds", "chat", "soak", "broadcast", "webhooks"]
     /// The groups with `--field` and no `--only`: what the field's issue reports.
     static let defaultFieldGroups: Set<String> = ["drain", "rounds", "chat"]
 }
@@ -131,6 +131,9 @@ extension Bench {
         if groups.contains("soak") { results += try await soak(minutes: plan.soakMinutes, rate: plan.soakRate) }
         if groups.contains("apps") { results += try await appFairness(rows: plan.memoryRows) }
         if groups.contains("fcm") { results += try await fcmFigures(plan) }
+        if groups.contains("webhooks") {
+            results += try await webhookBroadcasts(devices: plan.broadcastDevices, transport: "http2")
+        }
         if groups.contains("broadcast") {
             results += try await broadcast(devices: plan.broadcastDevices, chatRate: plan.chatRate, transport: "http2")
         }

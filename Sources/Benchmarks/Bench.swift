@@ -115,7 +115,8 @@ package final class Bench: Sendable {
             configuration.fcmPort = fcmPort
             configuration.fcm.accounts = [SimulatorConfiguration.FCMAccount(try ServiceAccount(file: accountFile))]
         }
-        configuration.statusPort = nil
+        // Any free port: its POST /webhooks is the webhook figure's receiver.
+        configuration.statusPort = 0
         configuration.keepAll = false
         configuration.recentLimit = 10
         let simulator = try APNsSimulator(configuration: configuration, logger: logger)

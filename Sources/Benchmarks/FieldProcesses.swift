@@ -133,6 +133,16 @@ final class FieldProcesses: Sendable {
         return try JSONDecoder().decode(Status.self, from: Data(body.utf8)).counters
     }
 
+    /// The delivery events the simulator's process took at `POST /webhooks`; nil when the simulator runs in the bench.
+    func webhookEvents() async throws -> Int? {
+        guard let port = simulatorPorts?.status else { return nil }
+        guard let body = try await LoadGenerator(port: port, connections: 1, duration: .zero).fetch(path: "/status.json") else {
+            throw SimulatorError(reason: "the simulator's status page did not answer 200")
+        }
+        struct Status: Decodable { let webhooks: WebhookInbox.Counters }
+        return try JSONDecoder().decode(Status.self, from: Data(body.utf8)).webhooks.events
+    }
+
     /// The chat notifications the simulator's process recorded: each one's payload and arrival.
     func recordedChat() throws -> [(payload: String, arrival: Date)] {
         guard let recordFile else { return [] }

@@ -47,6 +47,8 @@ package struct SimulatorConfiguration: Sendable {
     /// Keep every accepted notification in memory (tests read them back); otherwise only the last ``recentLimit``.
     package var keepAll = false
     package var recentLimit = 1000
+    /// Secrets (`whsec_…`) the status page's `POST /webhooks` checks signatures with; none: it takes every POST.
+    package var webhookSecrets: [String] = []
 
     package var faults = Faults()
 

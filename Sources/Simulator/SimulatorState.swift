@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Settings
 package import Support
+import Webhooks
 
 #if canImport(Glibc)
 import Glibc
@@ -52,6 +53,8 @@ package final class SimulatorState: Sendable {
         init(_ call: @escaping @Sendable (AcceptedNotification) -> Void) { self.call = call }
     }
     private let keepAll: Bool
+    /// Delivery events POSTed to the status page (a backend's webhook receiver).
+    package let webhooks: WebhookInbox
     private let recentLimit: Int
     private let recordDescriptor: Int32?
     private let recordTokenPrefix: String?
@@ -68,6 +71,7 @@ package final class SimulatorState: Sendable {
         }
         self.storage = NIOLockedValueBox(storage)
         self.keepAll = configuration.keepAll
+        self.webhooks = WebhookInbox(secrets: try configuration.webhookSecrets.map { try WebhookSecret(parsing: $0) })
         self.recentLimit = configuration.recentLimit
         self.recordTokenPrefix = configuration.recordTokenPrefix
         if let file = configuration.recordFile {

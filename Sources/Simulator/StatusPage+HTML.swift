@@ -36,6 +36,7 @@ extension StatusPage {
         html += "<span><b>\(rejected)</b> refused</span>"
         html += "<span><b>\(counters.connections)</b> connections</span>"
         html += "<span><b>\(counters.feedbackTuplesSent)</b> feedback tuples sent</span></p>\n"
+        html += webhooks(state.webhooks)
         let screens = LockScreen.screens(state.recent(limit: 200))
         if screens.isEmpty {
             html += "<p class=\"empty\">Nothing has arrived yet. Send a message from the test forms.</p>\n"
@@ -107,4 +108,24 @@ extension StatusPage {
         .notification footer { font-size: .75em; margin-top: .3em; }
         .badge { background: #e0352b; color: #fff; border-radius: 1em; padding: 0 .5em; font-weight: 600; }
         """
+
+    /// Delivery events a webhook POSTed here (`pushchat-api webhooks add NAME --url http://127.0.0.1:PORT/webhooks`,
+    /// the host listed in `webhook_private_hosts`): the counts and the last events.
+    static func webhooks(_ inbox: WebhookInbox) -> String {
+        let counters = inbox.counters
+        var html =
+            "<p class=\"counters\" id=\"webhooks\"><span><b data-counter=\"webhook-events\">\(counters.events)</b> delivery events</span>"
+        html += "<span><b>\(counters.posts)</b> webhook POSTs</span><span><b>\(counters.refused)</b> refused</span></p>\n"
+        if counters.posts == 0 && counters.refused == 0 {
+            html += "<p class=\"hint\">No delivery events yet. A webhook pointed at <code>/webhooks</code> on this page's port shows its "
+            html += "events here; with <code>--webhook-secret</code> each POST's signature is checked as the README's receiver does.</p>\n"
+            return html
+        }
+        html += "<ul class=\"events\">"
+        for event in inbox.last.reversed() {
+            let token = event.token.map { " " + escape(String($0.prefix(12))) + "…" } ?? ""
+            html += "<li><code>\(escape(event.type))</code> \(escape(event.id))\(token)</li>"
+        }
+        return html + "</ul>\n"
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -9,7 +10,8 @@ import ServiceLifecycle
 ///
 /// `GET /` (a page: the counters and a phone lock screen per device token, updating itself), `GET /screens` (the
 /// part of it that updates), `GET /status.json` (counters and the last 20 as JSON), `GET /notifications?limit=N`
-/// (the last N as JSON, at most the kept number).
+/// (the last N as JSON, at most the kept number), `POST /webhooks` (a backend's receiver of delivery events: counted,
+/// the last shown on the page, signatures checked with `--webhook-secret`).
 enum StatusPage {
     static func withRunning<T: Sendable>(
         host: String,
@@ -22,6 +24,16 @@ enum StatusPage {
         router.get("/") { _, _ in html(page(state)) }
         router.get("/screens") { _, _ in html(screens(state)) }
         router.get("/status.json") { _, _ in json(summary(state)) }
+        router.post("/webhooks") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 4 << 20)
+            let status = state.webhooks.receive(
+                id: request.headers[HTTPField.Name("webhook-id")!],
+                timestamp: request.headers[HTTPField.Name("webhook-timestamp")!],
+                signature: request.headers[HTTPField.Name("webhook-signature")!],
+                body: Array(buffer: body)
+            )
+            return Response(status: .init(code: status))
+        }
         router.get("/notifications") { request, _ in
             let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 100
             return json("[" + state.recent(limit: max(0, limit)).map(\.json).joined(separator: ",\n") + "]\n")
@@ -63,7 +75,8 @@ enum StatusPage {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let counters = (try? encoder.encode(state.counters)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         let recent = state.recent(limit: 20).map(\.json).joined(separator: ",\n    ")
-        return "{\n  \"counters\": \(counters),\n  \"last\": [\n    \(recent)\n  ]\n}\n"
+        let webhooks = (try? encoder.encode(state.webhooks.counters)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return "{\n  \"counters\": \(counters),\n  \"webhooks\": \(webhooks),\n  \"last\": [\n    \(recent)\n  ]\n}\n"
     }
 
     static func html(_ text: String) -> Response {

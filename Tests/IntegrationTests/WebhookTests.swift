@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import PostgresNIO
 import Testing
 
@@ -6,6 +7,7 @@ import Testing
 @testable import Simulator
 @testable import Storage
 @testable import Support
+@testable import Webhooks
 
 /// Delivery events to the caller (issue 45), end to end: webhooks added with `pushchat-api webhooks`, results recorded
 /// by the daemon, events POSTed to a receiver that checks the signatures with Python's hmac (`webhook_receiver.py`).
@@ -327,5 +329,50 @@ import Testing
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         while process.isRunning { usleep(10_000) }
         #expect(process.terminationStatus == 0 && text.contains("verified"), "\(text)")
+    }
+
+    /// The simulator's receiver (`POST /webhooks` on its status page, as `scripts/run.sh` and the bench use it): with the
+    /// webhook's secret it takes the daemon's POSTs, shows their events, and refuses a POST the secret did not sign.
+    @Test func theSimulatorsPageReceivesAndChecksTheEvents() async throws {
+        let secret = WebhookSecret.generate()
+        var simulator = SimulatorTests.configuration()
+        simulator.statusPort = 0
+        simulator.webhookSecrets = [secret.text]
+        try await PushHarness.run(simulator: simulator) { harness in
+            let status = try #require(harness.ports.status)
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    """
+                    INSERT INTO webhooks (name, app, url, secret, events)
+                    VALUES ('simulator', 'default', \("http://127.0.0.1:\(status)/webhooks"), \(secret.text), '{notification.sent,notification.completed}')
+                    """,
+                    logger: TestDatabase.logger
+                )
+            }
+            try await Self.notify(harness, [1, 2, 3])
+            let inbox = harness.simulator.state.webhooks
+            try await harness.withDaemon(Self.configuration(harness, port: status)) {
+                try await harness.waitUntil(timeout: .seconds(30), "the simulator took the events") { inbox.counters.events == 4 }
+            }
+            #expect(inbox.counters.refused == 0)
+            let screens = try await TLSTestClient.get(port: status, path: "/screens")
+            #expect(screens.contains("<b data-counter=\"webhook-events\">4</b> delivery events"), "\(screens)")
+            #expect(screens.contains("notification.completed"))
+            // Signed with another secret: refused, not counted.
+            let body = #"{"events":[]}"#
+            let signature = WebhookSignature.header(
+                id: "msg_1",
+                timestamp: Int64(Date().timeIntervalSince1970),
+                body: Array(body.utf8),
+                secrets: [WebhookSecret.generate()]
+            )
+            let request =
+                "POST /webhooks HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                + "webhook-id: msg_1\r\nwebhook-timestamp: \(Int64(Date().timeIntervalSince1970))\r\nwebhook-signature: \(signature)\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            let answer = String(buffer: try await TLSTestClient.exchange(port: status, tls: nil, send: ByteBuffer(string: request)))
+            #expect(answer.hasPrefix("HTTP/1.1 401"), "\(answer)")
+            #expect(inbox.counters.refused == 1 && inbox.counters.events == 4)
+        }
     }
 }
