@@ -90,10 +90,16 @@ fcm_port=$(port_or_free 2198)
 sed "s#https://127.0.0.1:[0-9]*/token#https://127.0.0.1:$fcm_port/token#" .local/certs/fcm-service-account.json >.local/fcm-service-account.json
 chmod 600 .local/fcm-service-account.json
 mkdir -p log
+# Delivery events: a webhook for beta's notifications, received (signatures checked) by the simulator's page.
+echo "==> webhook: beta's delivery events to the simulator's page (http://127.0.0.1:$status_port/webhooks)"
+export PUSHCHAT_WEBHOOK_PRIVATE_HOSTS="127.0.0.1:$status_port"
+"$bin/pushchat-api" webhooks remove simulator development >/dev/null 2>&1 || true
+webhook_secret=$("$bin/pushchat-api" webhooks add simulator development --app beta --url "http://127.0.0.1:$status_port/webhooks" \
+    --events notification.sent,notification.failed,device.unregistered,notification.completed | tail -n 1)
 echo "==> starting the APNs and FCM simulator (record: log/apns-sim-notifications.jsonl)"
 "$bin/pushchat-apns-sim" --certs .local/certs --gateway-port "$gateway_port" --feedback-port "$feedback_port" \
     --http2-port "$http2_port" --status-port "$status_port" --record log/apns-sim-notifications.jsonl \
-    --fcm-port "$fcm_port" --fcm-service-account .local/fcm-service-account.json &
+    --fcm-port "$fcm_port" --fcm-service-account .local/fcm-service-account.json --webhook-secret "$webhook_secret" &
 children+=($!)
 wait_for_port "$gateway_port"
 export PUSHCHAT_APNS_GATEWAY="127.0.0.1:$gateway_port" PUSHCHAT_APNS_FEEDBACK="127.0.0.1:$feedback_port"
@@ -156,6 +162,8 @@ PushChat Server is running (development mode).
                  KEY=\$($bin/pushchat-api keys create beta-\$RANDOM development --app beta --scope send --scope broadcast --scope devices:write | tail -n 1)
                  curl -H "Authorization: Bearer \$KEY" -H 'Content-Type: application/json' -d '{"token": "$(printf 'be%.0s' {1..32})"}' $api/v1/devices
                  curl -H "Authorization: Bearer \$KEY" -H 'Content-Type: application/json' -d '{"to": {"all": true}, "aps": {"alert": "Beta: hello"}}' $api/v1/notifications
+  Webhook        beta's delivery events (sent, failed, unregistered, completed) on the simulator's page, signed and
+                 checked: $bin/pushchat-api webhooks list development
   Metrics        http://127.0.0.1:$api_metrics/metrics (API)   http://127.0.0.1:$push_status/metrics (push daemon; also /readyz)
   psql           psql '$PUSHCHAT_DATABASE_URL'
                  SELECT * FROM active_users;  SELECT message_id, status, device_token, payload, time_sent FROM push_deliveries;

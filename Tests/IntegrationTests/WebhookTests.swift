@@ -375,4 +375,26 @@ import Testing
             #expect(inbox.counters.refused == 1 && inbox.counters.events == 4)
         }
     }
+
+    /// The daemon's `/metrics` carries each webhook's figures: events delivered, POSTs failed, what waits and how old.
+    @Test func theFiguresArePerWebhook() async throws {
+        try await PushHarness.run { harness in
+            let port = try FreePort.loopback()
+            let secret = try Self.add(harness, "crm", port: port, events: "notification.sent,notification.completed")
+            let receiver = try await WebhookReceiver.start(secrets: [secret], fail: 1, port: port)
+            defer { receiver.stop() }
+            try await Self.notify(harness, [1, 2])
+            try await harness.withDaemonStatus(Self.configuration(harness, port: port)) { status in
+                try await harness.waitUntil(timeout: .seconds(30), "the events are delivered and sampled") {
+                    let scrape = Scrape(try await TLSTestClient.get(port: status, path: "/metrics"))
+                    return scrape[#"pushchat_webhook_delivered_total{webhook="crm"}"#] == 3
+                        && scrape[#"pushchat_webhook_pending{webhook="crm"}"#] == 0
+                }
+                let scrape = Scrape(try await TLSTestClient.get(port: status, path: "/metrics"))
+                #expect(scrape[#"pushchat_webhook_failed_attempts_total{webhook="crm"}"#] == 1)
+                #expect(scrape[#"pushchat_webhook_oldest_pending_age_seconds{webhook="crm"}"#] == 0)
+                #expect(scrape[#"pushchat_webhook_disabled{webhook="crm"}"#] == 0)
+            }
+        }
+    }
 }
