@@ -59,6 +59,7 @@ pg_version=$(basename "$(dirname "$(pg_bindir)")")
 cluster=deploytest$$
 created_users=()
 pids=()
+receiver_pid=""
 
 step() { echo "==> deploy-test: $*"; }
 # The test's own standard error, for die: a failure inside a guide line's run (whose output goes to guide.log) is
@@ -74,6 +75,7 @@ die() {
 
 cleanup() {
     local pid
+    [ -z "$receiver_pid" ] || kill "$receiver_pid" 2>/dev/null || true
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     # SIGINT: PgBouncer's fast shutdown (SIGTERM waits for its clients), as Debian's unit stops it.
@@ -497,7 +499,7 @@ webhook_secret=$(grep -E '^whsec_[A-Za-z0-9+/=]{40,}$' "$scratch/guide.log" | ta
 # The receiver checks every POST's signature with Python's hmac (not the project's signer).
 python3 Tests/IntegrationTests/Support/webhook_receiver.py --port "$webhook_port" --secret "$webhook_secret" \
     >"$scratch/webhooks.jsonl" 2>"$scratch/webhooks.log" &
-pids+=($!)
+receiver_pid=$!
 owner=$(db "SELECT tableowner FROM pg_tables WHERE tablename = 'push_queue'")
 [ "$owner" = pushchat_owner ] || die "push_queue belongs to $owner, not pushchat_owner"
 service_url=$(grep '^PUSHCHAT_DATABASE_URL=' "$etc/pushchat.env" | cut -d= -f2-)
