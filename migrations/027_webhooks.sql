@@ -58,20 +58,20 @@ COMMENT ON COLUMN webhooks.disabled_at IS 'Set by webhooks disable, or by the da
 CREATE TABLE webhook_outbox (
     id              bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     webhook_id      bigint      NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
-    events          jsonb       NOT NULL,
+    events          text        NOT NULL,
     event_count     integer     NOT NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),
     next_attempt_at timestamptz NOT NULL DEFAULT now(),
     attempts        integer     NOT NULL DEFAULT 0,
     last_error      text,
-    CONSTRAINT webhook_outbox_events CHECK (jsonb_typeof(events) = 'array' AND event_count BETWEEN 1 AND 1000)
+    CONSTRAINT webhook_outbox_events CHECK (left(events, 1) = '[' AND event_count BETWEEN 1 AND 1000)
 );
 
 COMMENT ON TABLE webhook_outbox IS
     'POSTs waiting for their receiver: one row is one POST ({"events": events}, webhook-id msg_<id>, the same on every retry), deleted once the receiver answered 2xx. SELECT webhook_id, count(*), min(created_at) FROM webhook_outbox GROUP BY 1 shows what waits.';
 COMMENT ON COLUMN webhook_outbox.id IS 'The POST''s number: its webhook-id is msg_<id>.';
 COMMENT ON COLUMN webhook_outbox.webhook_id IS 'The webhook it goes to (removed with it).';
-COMMENT ON COLUMN webhook_outbox.events IS 'The events, a JSON array (the body is {"events": …}); each event''s id is stable across retries.';
+COMMENT ON COLUMN webhook_outbox.events IS 'The events, a JSON array as text, sent as it is (the body is {"events": …}); each event''s id is stable across retries. events::json in psql.';
 COMMENT ON COLUMN webhook_outbox.event_count IS 'How many events (1 to 1,000).';
 COMMENT ON COLUMN webhook_outbox.created_at IS 'When the statement that recorded the results wrote it.';
 COMMENT ON COLUMN webhook_outbox.last_error IS 'Why its last POST failed.';
@@ -90,33 +90,26 @@ BEGIN
         RETURN NULL;
     END IF;
     IF TG_ARGV[0] = 'done' THEN
+        -- Each event's JSON built as text (strings through to_json, which escapes them): a fifth of the cost of jsonb's
+        -- builders on a 2,000-row result, where jsonb took about 23 µs a row in the result statement.
         INSERT INTO webhook_outbox (webhook_id, events, event_count)
-        SELECT webhook_id, jsonb_agg(event ORDER BY ord), count(*)
+        SELECT webhook_id, '[' || string_agg(event, ',' ORDER BY ord) || ']', count(*)
         FROM (
-            SELECT w.id AS webhook_id, e.event, e.ord,
-                   (row_number() OVER (PARTITION BY w.id ORDER BY e.ord) - 1) / 1000 AS part
-            FROM (
-                SELECT d.message_id AS ord, d.app, d.notification_id,
-                       CASE WHEN d.time_sent IS NOT NULL THEN 'notification.sent' ELSE 'notification.failed' END AS type,
-                       jsonb_build_object(
-                           'id', 'evt_' || d.message_id || CASE WHEN d.time_sent IS NOT NULL THEN '_sent' ELSE '_failed' END,
-                           'type', CASE WHEN d.time_sent IS NOT NULL THEN 'notification.sent' ELSE 'notification.failed' END,
-                           'timestamp', to_char(coalesce(d.time_sent, d.time_failed) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                           'data', jsonb_strip_nulls(jsonb_build_object(
-                               'notification_id', d.notification_id,
-                               'message_id', d.message_id,
-                               'app', d.app,
-                               'platform', d.platform,
-                               'token', d.device_token,
-                               'status', CASE WHEN d.time_sent IS NOT NULL THEN 'sent' ELSE d.last_status END,
-                               'reason', CASE WHEN d.time_sent IS NULL THEN d.last_error END,
-                               'attempts', d.attempts
-                           ))
-                       ) AS event
-                FROM done_rows d
-            ) e
-            JOIN webhooks w ON w.app = e.app AND w.disabled_at IS NULL AND e.type = ANY (w.events)
-                AND (e.notification_id IS NOT NULL OR 'chat' = ANY (w.events))
+            SELECT w.id AS webhook_id, d.message_id AS ord,
+                   (row_number() OVER (PARTITION BY w.id ORDER BY d.message_id) - 1) / 1000 AS part,
+                   '{"id":"evt_' || d.message_id || CASE WHEN d.time_sent IS NOT NULL THEN '_sent' ELSE '_failed' END
+                   || '","type":"' || CASE WHEN d.time_sent IS NOT NULL THEN 'notification.sent' ELSE 'notification.failed' END
+                   || '","timestamp":' || left(to_json(coalesce(d.time_sent, d.time_failed) AT TIME ZONE 'UTC')::text, -1)
+                   || 'Z","data":{' || coalesce('"notification_id":"' || d.notification_id || '",', '')
+                   || '"message_id":' || d.message_id || ',"app":' || to_json(d.app) || ',"platform":' || to_json(d.platform)
+                   || ',"token":' || to_json(d.device_token)
+                   || ',"status":' || to_json(CASE WHEN d.time_sent IS NOT NULL THEN 'sent' ELSE coalesce(d.last_status, 'failed') END)
+                   || CASE WHEN d.time_sent IS NULL THEN ',"reason":' || to_json(coalesce(d.last_error, 'failed')) ELSE '' END
+                   || ',"attempts":' || d.attempts || '}}' AS event
+            FROM done_rows d
+            JOIN webhooks w ON w.app = d.app AND w.disabled_at IS NULL
+                AND (CASE WHEN d.time_sent IS NOT NULL THEN 'notification.sent' ELSE 'notification.failed' END) = ANY (w.events)
+                AND (d.notification_id IS NOT NULL OR 'chat' = ANY (w.events))
         ) x
         GROUP BY webhook_id, part;
 
@@ -134,23 +127,20 @@ BEGIN
         END IF;
     ELSE
         INSERT INTO webhook_outbox (webhook_id, events, event_count)
-        SELECT webhook_id, jsonb_agg(event ORDER BY ord), count(*)
+        SELECT webhook_id, '[' || string_agg(event, ',' ORDER BY ord) || ']', count(*)
         FROM (
-            SELECT w.id AS webhook_id, e.event, e.ord,
-                   (row_number() OVER (PARTITION BY w.id ORDER BY e.ord) - 1) / 1000 AS part
-            FROM (
-                SELECT t.device_token AS ord, t.app,
-                       jsonb_build_object(
-                           'id', 'evt_' || md5(t.app || ':' || t.device_token || ':' || extract(epoch FROM t.reported_at)::text) || '_unregistered',
-                           'type', 'device.unregistered',
-                           'timestamp', to_char(t.reported_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                           'data', jsonb_build_object('app', t.app, 'token', t.device_token, 'source', t.source)
-                       ) AS event
-                FROM reported t
-                -- An upsert's report (processed_at NULL again), not the feedback job's stamp of it.
-                WHERE t.processed_at IS NULL
-            ) e
-            JOIN webhooks w ON w.app = e.app AND w.disabled_at IS NULL AND 'device.unregistered' = ANY (w.events)
+            SELECT w.id AS webhook_id, t.device_token AS ord,
+                   (row_number() OVER (PARTITION BY w.id ORDER BY t.device_token) - 1) / 1000 AS part,
+                   json_build_object(
+                       'id', 'evt_' || md5(t.app || ':' || t.device_token || ':' || extract(epoch FROM t.reported_at)::text) || '_unregistered',
+                       'type', 'device.unregistered',
+                       'timestamp', to_char(t.reported_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                       'data', json_build_object('app', t.app, 'token', t.device_token, 'source', t.source)
+                   )::text AS event
+            FROM reported t
+            JOIN webhooks w ON w.app = t.app AND w.disabled_at IS NULL AND 'device.unregistered' = ANY (w.events)
+            -- An upsert's report (processed_at NULL again), not the feedback job's stamp of it.
+            WHERE t.processed_at IS NULL
         ) x
         GROUP BY webhook_id, part;
     END IF;
@@ -161,16 +151,16 @@ END $$;
 CREATE FUNCTION webhook_completed_write(ids uuid[]) RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO webhook_outbox (webhook_id, events, event_count)
-    SELECT w.id, jsonb_build_array(jsonb_build_object(
+    SELECT w.id, '[' || json_build_object(
         'id', 'evt_' || n.id || '_completed',
         'type', 'notification.completed',
-        'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-        'data', jsonb_build_object(
+        'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'data', json_build_object(
             'notification_id', n.id, 'app', n.app,
             'status', CASE WHEN n.canceled_at IS NOT NULL THEN 'canceled' ELSE 'done' END,
             'recipients', n.recipients, 'queued', c.queued, 'sent', c.sent, 'failed', c.failed, 'canceled', c.canceled
         )
-    )), 1
+    )::text || ']', 1
     FROM notifications n
     CROSS JOIN LATERAL (
         SELECT count(*) AS queued,
