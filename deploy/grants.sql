@@ -23,7 +23,7 @@ REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON apps FROM pushchat;
 GRANT SELECT ON webhooks TO pushchat;
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON webhooks FROM pushchat;
 GRANT UPDATE (failures, failing_since, retry_at, last_error, delivered_at, disabled_at, disabled_reason) ON webhooks TO pushchat;
-GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_outbox TO pushchat;
+GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_outbox, webhook_completions TO pushchat;
 GRANT SELECT ON schema_migrations TO pushchat;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO pushchat;
 -- Tables later migrations create can be read at once; writing them takes a line above, in the release that needs it

@@ -1,8 +1,9 @@
 -- Delivery events to the caller (issue 45): signed webhooks from a durable outbox. A webhook is a receiver's URL for one
 -- app with the event types it wants; its events are written to webhook_outbox by triggers that fire inside the
 -- statement recording a result (rows moved to push_history, tokens reported to invalid_tokens), so a crash between
--- the result and the POST loses nothing. pushchat-push POSTs each outbox row (up to 1,000 events) until the receiver
--- answers 2xx, then deletes it.
+-- the result and the POST loses nothing (notification.completed: the same statement notes the notification in
+-- webhook_completions, and the daemon writes the event once every result of it is committed). pushchat-push POSTs each
+-- outbox row (up to 1,000 events) until the receiver answers 2xx, then deletes it.
 --
 -- Expand only: the release before this one still runs on the schema (its inserts into push_history and invalid_tokens
 -- fire the triggers, which write events only for webhooks, and it has none to deliver until this release runs again).
@@ -80,6 +81,16 @@ COMMENT ON COLUMN webhook_outbox.attempts IS 'POSTs of it that failed.';
 
 CREATE INDEX webhook_outbox_due_idx ON webhook_outbox (webhook_id, next_attempt_at);
 
+CREATE TABLE webhook_completions (
+    notification_id uuid        PRIMARY KEY,
+    noted_at        timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE webhook_completions IS
+    'Notifications with results recorded since they were last judged, for a webhook that wants notification.completed: the push daemon writes the event once every recipient is final (webhook_completions_sweep()).';
+COMMENT ON COLUMN webhook_completions.notification_id IS 'The notification (notifications.id).';
+COMMENT ON COLUMN webhook_completions.noted_at IS 'When a result of it was first noted.';
+
 -- Events of one statement's rows: one outbox row per webhook and 1,000 events. `kind`: 'done' (push_history rows: sent
 -- or failed) or 'tokens' (invalid_tokens rows: device.unregistered).
 CREATE FUNCTION webhook_outbox_write() RETURNS trigger
@@ -113,18 +124,13 @@ BEGIN
         ) x
         GROUP BY webhook_id, part;
 
-        IF EXISTS (SELECT 1 FROM webhooks WHERE disabled_at IS NULL AND 'notification.completed' = ANY (events)) THEN
-            -- A notification is complete when it is expanded (or canceled) and none of its rows waits. Two statements
-            -- finishing its last rows at once each see the other's rows still waiting: the lock makes the second wait
-            -- for the first to commit and look again (each statement here sees what committed before it began), so
-            -- exactly one of them writes the event; the statement that ends an expansion looks too (its trigger below).
-            PERFORM 1 FROM notifications n
-            WHERE n.id IN (SELECT DISTINCT notification_id FROM done_rows WHERE notification_id IS NOT NULL)
-                AND EXISTS (SELECT 1 FROM webhooks w WHERE w.app = n.app AND w.disabled_at IS NULL AND 'notification.completed' = ANY (w.events))
-            ORDER BY n.id
-            FOR NO KEY UPDATE OF n;
-            PERFORM webhook_completed_write(ARRAY(SELECT DISTINCT notification_id FROM done_rows WHERE notification_id IS NOT NULL));
-        END IF;
+        -- Notifications that may now be complete, for the deliverer's sweep (webhook_completions_sweep): noted here,
+        -- in the result's transaction, so none is missed; judged there, once its results are committed.
+        INSERT INTO webhook_completions (notification_id)
+        SELECT DISTINCT d.notification_id FROM done_rows d
+        WHERE d.notification_id IS NOT NULL
+            AND EXISTS (SELECT 1 FROM webhooks w WHERE w.app = d.app AND w.disabled_at IS NULL AND 'notification.completed' = ANY (w.events))
+        ON CONFLICT DO NOTHING;
     ELSE
         INSERT INTO webhook_outbox (webhook_id, events, event_count)
         SELECT webhook_id, '[' || string_agg(event, ',' ORDER BY ord) || ']', count(*)
@@ -147,46 +153,47 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- notification.completed for those of `ids` that are complete now, with the counts the status API gives.
-CREATE FUNCTION webhook_completed_write(ids uuid[]) RETURNS void
+-- notification.completed for the noted notifications that are complete: expanded (or canceled) with no row waiting.
+-- A row whose result is not committed yet still waits here, so a notification is judged complete only once every
+-- result is in; the DELETE makes one sweep (of several daemons) write each event. Returns the events written.
+CREATE FUNCTION webhook_completions_sweep() RETURNS bigint
 LANGUAGE sql AS $$
-    INSERT INTO webhook_outbox (webhook_id, events, event_count)
-    SELECT w.id, '[' || json_build_object(
-        'id', 'evt_' || n.id || '_completed',
-        'type', 'notification.completed',
-        'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-        'data', json_build_object(
-            'notification_id', n.id, 'app', n.app,
-            'status', CASE WHEN n.canceled_at IS NOT NULL THEN 'canceled' ELSE 'done' END,
-            'recipients', n.recipients, 'queued', c.queued, 'sent', c.sent, 'failed', c.failed, 'canceled', c.canceled
-        )
-    )::text || ']', 1
-    FROM notifications n
-    CROSS JOIN LATERAL (
-        SELECT count(*) AS queued,
-               count(*) FILTER (WHERE h.time_sent IS NOT NULL) AS sent,
-               count(*) FILTER (WHERE h.time_failed IS NOT NULL AND h.last_status IS DISTINCT FROM 'canceled') AS failed,
-               count(*) FILTER (WHERE h.last_status = 'canceled') AS canceled
-        FROM push_history h WHERE h.notification_id = n.id
-    ) c
-    JOIN webhooks w ON w.app = n.app AND w.disabled_at IS NULL AND 'notification.completed' = ANY (w.events)
-    WHERE n.id = ANY (ids)
-        AND (n.expanded_at IS NOT NULL OR n.canceled_at IS NOT NULL)
-        AND NOT EXISTS (
-            SELECT 1 FROM push_queue q
-            WHERE q.notification_id = n.id AND q.time_sent IS NULL AND q.time_failed IS NULL
-        )
+    DELETE FROM webhook_completions c WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = c.notification_id);
+    WITH complete AS (
+        DELETE FROM webhook_completions c
+        USING notifications n
+        WHERE c.notification_id = n.id
+            AND (n.expanded_at IS NOT NULL OR n.canceled_at IS NOT NULL)
+            AND NOT EXISTS (
+                SELECT 1 FROM push_queue q
+                WHERE q.notification_id = n.id AND q.time_sent IS NULL AND q.time_failed IS NULL
+            )
+        RETURNING n.id, n.app, n.recipients, n.canceled_at
+    ), written AS (
+        INSERT INTO webhook_outbox (webhook_id, events, event_count)
+        SELECT w.id, '[' || json_build_object(
+            'id', 'evt_' || n.id || '_completed',
+            'type', 'notification.completed',
+            'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'data', json_build_object(
+                'notification_id', n.id, 'app', n.app,
+                'status', CASE WHEN n.canceled_at IS NOT NULL THEN 'canceled' ELSE 'done' END,
+                'recipients', n.recipients, 'queued', c.queued, 'sent', c.sent, 'failed', c.failed, 'canceled', c.canceled
+            )
+        )::text || ']', 1
+        FROM complete n
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS queued,
+                   count(*) FILTER (WHERE h.time_sent IS NOT NULL) AS sent,
+                   count(*) FILTER (WHERE h.time_failed IS NOT NULL AND h.last_status IS DISTINCT FROM 'canceled') AS failed,
+                   count(*) FILTER (WHERE h.last_status = 'canceled') AS canceled
+            FROM push_history h WHERE h.notification_id = n.id
+        ) c
+        JOIN webhooks w ON w.app = n.app AND w.disabled_at IS NULL AND 'notification.completed' = ANY (w.events)
+        RETURNING 1
+    )
+    SELECT count(*) FROM written;
 $$;
-
--- The statement that ends a broadcast's expansion (or cancels it) may come after its last row was done.
-CREATE FUNCTION webhook_expansion_ended() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM webhooks WHERE disabled_at IS NULL AND 'notification.completed' = ANY (events)) THEN
-        PERFORM webhook_completed_write(ARRAY[NEW.id]);
-    END IF;
-    RETURN NULL;
-END $$;
 
 CREATE TRIGGER push_history_webhook_events AFTER INSERT ON push_history
     REFERENCING NEW TABLE AS done_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_outbox_write('done');
@@ -194,6 +201,3 @@ CREATE TRIGGER invalid_tokens_webhook_events_insert AFTER INSERT ON invalid_toke
     REFERENCING NEW TABLE AS reported FOR EACH STATEMENT EXECUTE FUNCTION webhook_outbox_write('tokens');
 CREATE TRIGGER invalid_tokens_webhook_events_update AFTER UPDATE ON invalid_tokens
     REFERENCING NEW TABLE AS reported FOR EACH STATEMENT EXECUTE FUNCTION webhook_outbox_write('tokens');
-CREATE TRIGGER notifications_webhook_completed AFTER UPDATE OF expanded_at, canceled_at ON notifications
-    FOR EACH ROW WHEN (OLD.expanded_at IS NULL AND OLD.canceled_at IS NULL AND (NEW.expanded_at IS NOT NULL OR NEW.canceled_at IS NOT NULL))
-    EXECUTE FUNCTION webhook_expansion_ended();

@@ -123,6 +123,14 @@ package struct WebhookOutbox: Sendable {
         return try rows.decode(Bool.self).first ?? false
     }
 
+    /// Writes `notification.completed` for the noted notifications whose every recipient is final (migrations/027:
+    /// judged once their results are committed; one event each, whichever daemon sweeps first). Returns how many.
+    @discardableResult
+    package func sweepCompletions() async throws -> Int {
+        let rows = try await database.query("SELECT webhook_completions_sweep()", logger: logger, committed: true)
+        return Int(try rows.decode(Int64.self).first ?? Int64(0))
+    }
+
     /// What waits for each webhook (disabled ones too), for the metrics.
     package func backlog() async throws -> [Backlog] {
         let rows = try await database.query(

@@ -31,7 +31,7 @@ import Testing
             )
             #expect(
                 tables
-                    == "active_users,api_keys,apps,devices,idempotency_keys,invalid_tokens,messages,notifications,push_deliveries,push_history,push_queue,schema_migrations,webhook_outbox,webhooks"
+                    == "active_users,api_keys,apps,devices,idempotency_keys,invalid_tokens,messages,notifications,push_deliveries,push_history,push_queue,schema_migrations,webhook_completions,webhook_outbox,webhooks"
             )
             let uncommented = try await TestDatabase.scalar(
                 url,
@@ -39,7 +39,7 @@ import Testing
                 SELECT count(*) FROM information_schema.columns c
                 WHERE c.table_schema = 'public'
                   AND c.table_name IN ('active_users', 'push_queue', 'push_history', 'messages', 'invalid_tokens', 'apps', 'devices', 'api_keys', 'notifications',
-                      'webhooks', 'webhook_outbox')
+                      'webhooks', 'webhook_outbox', 'webhook_completions')
                 AND col_description(format('%I', c.table_name)::regclass, c.ordinal_position) IS NULL
                 """,
                 as: Int64.self

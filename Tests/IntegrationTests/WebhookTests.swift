@@ -397,4 +397,38 @@ import Testing
             }
         }
     }
+
+    /// A broadcast expanded in the background by two daemons while they send it: one `notification.completed`, with
+    /// every recipient counted, and each recipient's event once (the completion is judged after the last result).
+    @Test func aBroadcastByTwoDaemonsCompletesOnce() async throws {
+        try await PushHarness.run { harness in
+            try await BroadcastTests.seedDevices(harness.url, count: 3_000)
+            let port = try FreePort.loopback()
+            let secret = try Self.add(harness, "broadcasts", port: port, events: "notification.sent,notification.completed")
+            let receiver = try await WebhookReceiver.start(secrets: [secret], port: port)
+            defer { receiver.stop() }
+            let id = try await TestDatabase.withDatabaseClient(harness.url) { database in
+                let store = ProviderStore(database: database, logger: TestDatabase.logger)
+                let broadcast = BroadcastTests.notification(.all)
+                let outcome = try await store.queue(broadcast, maxRecipients: nil, backgroundAbove: 100)
+                #expect(outcome == .accepted(recipients: 3_000))
+                return broadcast.id
+            }
+            let configuration = Self.configuration(harness, port: port)
+            try await harness.withDaemons([configuration, configuration]) {
+                try await harness.waitUntil(timeout: .seconds(60), "the broadcast's events are delivered") {
+                    receiver.delivered.contains { $0.type == "notification.completed" } && receiver.delivered.count >= 3_001
+                }
+                try await Task.sleep(for: .seconds(2))
+            }
+            let delivered = receiver.delivered
+            let completed = delivered.filter { $0.type == "notification.completed" }
+            #expect(completed.count == 1, "\(completed.count) completed events")
+            #expect(completed.first?.data["notification_id"] == id.uuidString.lowercased())
+            #expect(completed.first?.data["sent"] == "3000" && completed.first?.data["queued"] == "3000", "\(completed)")
+            let sent = delivered.filter { $0.type == "notification.sent" }
+            #expect(sent.count == 3_000 && Set(sent.map(\.id)).count == 3_000)
+            #expect(receiver.posts.allSatisfy { $0.events.count <= 1_000 && $0.schema == "conforms" })
+        }
+    }
 }

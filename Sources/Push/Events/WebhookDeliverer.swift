@@ -78,11 +78,20 @@ package struct WebhookDeliverer: Service {
                         group.addTask { await self.deliver(webhook: receiver.id, receivers: receivers) }
                     }
                 }
+                // Completed notifications' events, written here once every result is in (the result statements only
+                // note the notification: judging it there would lock it in every one of them).
+                if !receivers.current.withLockedValue(\.isEmpty) {
+                    do {
+                        try await outbox.sweepCompletions()
+                    } catch {
+                        logger.debug("Webhooks: the completed notifications could not be swept: \(error)")
+                    }
+                }
                 if ContinuousClock.now - lastSample >= .seconds(5) {
                     lastSample = .now
                     await sample()
                 }
-                try? await Task.sleep(for: poll * 4)
+                try? await Task.sleep(for: poll * 2)
             }
             receivers.current.withLockedValue { $0 = [:] }
         }
