@@ -115,8 +115,13 @@ BEGIN
                    || '","type":"' || CASE WHEN d.time_sent IS NOT NULL THEN 'notification.sent' ELSE 'notification.failed' END
                    || '","timestamp":' || left(to_json(coalesce(d.time_sent, d.time_failed) AT TIME ZONE 'UTC')::text, -1)
                    || 'Z","data":{' || coalesce('"notification_id":"' || d.notification_id || '",', '')
-                   || '"message_id":' || d.message_id || ',"app":' || to_json(d.app) || ',"platform":' || to_json(d.platform)
-                   || ',"token":' || to_json(d.device_token)
+                   || '"message_id":' || d.message_id
+                   -- Tokens, apps and platforms are nearly always of characters JSON needs no escape for: quoted as they
+                   -- are then (to_json on the three was a third of the event's cost), else through to_json.
+                   || CASE WHEN (d.app || d.platform || d.device_token) ~ '^[A-Za-z0-9_:.-]*$'
+                           THEN ',"app":"' || d.app || '","platform":"' || d.platform || '","token":"' || d.device_token || '"'
+                           ELSE ',"app":' || to_json(d.app) || ',"platform":' || to_json(d.platform) || ',"token":' || to_json(d.device_token)
+                      END
                    || ',"status":' || to_json(CASE WHEN d.time_sent IS NOT NULL THEN 'sent' ELSE coalesce(d.last_status, 'failed') END)
                    || CASE WHEN d.time_sent IS NULL THEN ',"reason":' || to_json(coalesce(d.last_error, 'failed')) ELSE '' END
                    || ',"attempts":' || d.attempts || '}}' AS event

@@ -116,6 +116,23 @@ struct WebhooksCommand: AsyncParsableCommand {
         }
     }
 
+    /// One change to the webhook `name` as the owner, then `done` printed; refused when there is no webhook of that name.
+    static func change(
+        _ command: String,
+        _ name: String,
+        _ options: ProcessOptions,
+        _ owner: RoleOption,
+        done: String,
+        _ body: (WebhookAdmin) async throws -> Bool
+    ) async throws {
+        try await QueueCommand.withConnection(options, program: "pushchat-api webhooks \(command)", role: owner) { connection, logger in
+            guard try await body(WebhookAdmin(connection: connection, logger: logger)) else {
+                throw Refusal(reason: "no webhook named \(name)")
+            }
+            print(done)
+        }
+    }
+
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List webhooks: name, app, URL, events, waiting POSTs, failures, last error, disabled and why."
@@ -147,11 +164,8 @@ struct WebhooksCommand: AsyncParsableCommand {
         @OptionGroup var owner: RoleOption
 
         func run() async throws {
-            try await QueueCommand.withConnection(options, program: "pushchat-api webhooks remove", role: owner) { connection, logger in
-                guard try await WebhookAdmin(connection: connection, logger: logger).remove(name: name) else {
-                    throw Refusal(reason: "no webhook named \(name)")
-                }
-                print("Removed webhook \(name)")
+            try await WebhooksCommand.change("remove", name, options, owner, done: "Removed webhook \(name)") {
+                try await $0.remove(name: name)
             }
         }
     }
@@ -166,17 +180,10 @@ struct WebhooksCommand: AsyncParsableCommand {
         @OptionGroup var owner: RoleOption
 
         func run() async throws {
-            try await QueueCommand.withConnection(options, program: "pushchat-api webhooks rotate", role: owner) { connection, logger in
-                let secret = WebhookSecret.generate()
-                guard
-                    try await WebhookAdmin(connection: connection, logger: logger).rotate(
-                        name: name,
-                        secret: secret.text,
-                        overlap: WebhooksCommand.rotationOverlap
-                    )
-                else { throw Refusal(reason: "no webhook named \(name)") }
-                print("Rotated webhook \(name)'s secret: POSTs carry both signatures for 24 h, then only the new one's:")
-                print(secret.text)
+            let secret = WebhookSecret.generate()
+            let done = "Rotated webhook \(name)'s secret: POSTs carry both signatures for 24 h, then only the new one's:\n\(secret.text)"
+            try await WebhooksCommand.change("rotate", name, options, owner, done: done) {
+                try await $0.rotate(name: name, secret: secret.text, overlap: WebhooksCommand.rotationOverlap)
             }
         }
     }
@@ -191,10 +198,8 @@ struct WebhooksCommand: AsyncParsableCommand {
         @OptionGroup var owner: RoleOption
 
         func run() async throws {
-            try await QueueCommand.withConnection(options, program: "pushchat-api webhooks disable", role: owner) { connection, logger in
-                guard try await WebhookAdmin(connection: connection, logger: logger).disable(name: name, reason: "disabled by hand")
-                else { throw Refusal(reason: "no webhook named \(name)") }
-                print("Disabled webhook \(name)")
+            try await WebhooksCommand.change("disable", name, options, owner, done: "Disabled webhook \(name)") {
+                try await $0.disable(name: name, reason: "disabled by hand")
             }
         }
     }
@@ -209,11 +214,8 @@ struct WebhooksCommand: AsyncParsableCommand {
         @OptionGroup var owner: RoleOption
 
         func run() async throws {
-            try await QueueCommand.withConnection(options, program: "pushchat-api webhooks enable", role: owner) { connection, logger in
-                guard try await WebhookAdmin(connection: connection, logger: logger).enable(name: name) else {
-                    throw Refusal(reason: "no webhook named \(name)")
-                }
-                print("Enabled webhook \(name)")
+            try await WebhooksCommand.change("enable", name, options, owner, done: "Enabled webhook \(name)") {
+                try await $0.enable(name: name)
             }
         }
     }

@@ -304,7 +304,7 @@ import Testing
         let section = try #require(readme.components(separatedBy: "### Delivery events (webhooks)").dropFirst().first)
         let code = try #require(section.components(separatedBy: "```python\n").dropFirst().first?.components(separatedBy: "```").first)
         let check = """
-            import time
+            time = __import__("time")
             \(code)
             headers = {"webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek", "webhook-timestamp": "1614265330",
                        "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}
