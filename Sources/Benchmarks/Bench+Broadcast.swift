@@ -71,11 +71,7 @@ extension Bench {
         let port = try Self.freePort()
         let api = try startAPI(port: port)
         let daemon = try startDaemon(extra: ["PUSHCHAT_APNS_TRANSPORT": transport])
-        defer {
-            for process in [api, daemon] where process.isRunning { process.terminate() }
-            api.waitUntilExit()
-            daemon.waitUntilExit()
-        }
+        defer { Self.stop([api, daemon]) }
         try await Self.waitForPort(port)
         try await Task.sleep(for: .seconds(1))
 

@@ -182,6 +182,12 @@ extension Bench {
 
     /// `pushchat-api serve` on loopback `port`, without abuse limits (the figures measure something else).
     /// `extra` goes over the limits.
+    /// Stops the processes a figure started (SIGTERM) and waits for each.
+    static func stop(_ processes: [Process]) {
+        for process in processes where process.isRunning { process.terminate() }
+        for process in processes { process.waitUntilExit() }
+    }
+
     func startAPI(port: Int, logLevel: String = "warning", extra: [String: String] = [:]) throws -> Process {
         try startProcess(
             "pushchat-api",

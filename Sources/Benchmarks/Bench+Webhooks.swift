@@ -47,11 +47,7 @@ extension Bench {
             let daemon = try startDaemon(extra: [
                 "PUSHCHAT_APNS_TRANSPORT": transport, "PUSHCHAT_WEBHOOK_PRIVATE_HOSTS": "127.0.0.1:\(receiverPort)",
             ])
-            defer {
-                for process in [api, daemon] where process.isRunning { process.terminate() }
-                api.waitUntilExit()
-                daemon.waitUntilExit()
-            }
+            defer { Self.stop([api, daemon]) }
             try await Self.waitForPort(port)
             try await Task.sleep(for: .seconds(1))
             let status = try await LoadGenerator(port: port, connections: 1, duration: .zero).single(
