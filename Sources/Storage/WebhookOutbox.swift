@@ -1,6 +1,6 @@
 package import Foundation
 package import Logging
-package import PostgresNIO
+import PostgresNIO
 import Support
 
 /// The push daemon's statements on `webhook_outbox` (migrations/027_webhooks.sql): the receivers to POST to, a claim of
