@@ -71,6 +71,12 @@ if has_stage deploy; then
     apt_ensure systemd /usr/bin/systemd-analyze
     apt_ensure prometheus /usr/bin/promtool
 fi
+# The webhook tests' receiver checks every body against docs/openapi.yaml with jsonschema and PyYAML: the spec stage's
+# schemathesis (the same pinned version) brings both, installed here first when missing.
+if has_stage swift && ! python3 -c "import jsonschema, yaml" >/dev/null 2>&1; then
+    echo "==> installing schemathesis (PyPI) for jsonschema and PyYAML"
+    python3 -m pip install -q "$(sed -n 's/^SCHEMATHESIS = "\(.*\)"$/\1/p' scripts/api-spec-test.py)"
+fi
 if has_stage systemd; then
     apt_ensure systemd-container /usr/bin/systemd-nspawn
     apt_ensure debootstrap /usr/sbin/debootstrap
