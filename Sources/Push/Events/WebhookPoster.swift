@@ -82,7 +82,9 @@ struct WebhookPoster: Sendable {
             throw Failure(description: "cannot connect to \(url.authority): \(error)")
         }
         var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: url.target)
-        head.headers.add(name: "Host", value: url.port == (secure ? 443 : 80) ? url.host : url.authority)
+        // An IPv6 literal in brackets, with or without its port (RFC 9110's Host is uri-host [":" port]).
+        let host = url.host.contains(":") ? "[\(url.host)]" : url.host
+        head.headers.add(name: "Host", value: url.port == (secure ? 443 : 80) ? host : url.authority)
         head.headers.add(name: "User-Agent", value: "pushchat-webhooks/1")
         head.headers.add(name: "Content-Type", value: "application/json")
         head.headers.add(name: "Content-Length", value: String(body.count))
