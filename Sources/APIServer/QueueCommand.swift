@@ -106,7 +106,7 @@ struct QueueCommand: AsyncParsableCommand {
     struct Prune: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Delete sent and failed rows older than --older-than (moving those left in push_queue to push_history), and old messages, users without a token and handled invalid-token reports (retention_*), in batches."
+                "Delete sent and failed rows older than --older-than (moving those left in push_queue to push_history), and old messages, users without a token and handled invalid-token reports (retention_*), and webhook POSTs past webhook_retry_window, in batches."
         )
         @OptionGroup var options: ProcessOptions
         @Option(name: .customLong("older-than"), help: "Retention, e.g. 7d, 12h, 3600.")
@@ -125,7 +125,8 @@ struct QueueCommand: AsyncParsableCommand {
 
         func run() async throws {
             let age = Configuration.parseDuration(olderThan) ?? .seconds(7 * 86_400)
-            let retention = try options.configuration().retention
+            let configuration = try options.configuration()
+            let retention = configuration.retention
             var deleted = 0
             let start = ContinuousClock.now
             do {
@@ -145,7 +146,10 @@ struct QueueCommand: AsyncParsableCommand {
                                 + "\(pruned.tokenlessUsers) users without a token after \(retention.tokenlessUsers.days), "
                                 + "\(pruned.invalidTokens) handled invalid-token reports older than \(retention.invalidTokens.days) deleted"
                         )
-                        deleted = rows + notifications + keys + pruned.messages + pruned.tokenlessUsers + pruned.invalidTokens
+                        let window = configuration.webhooks.retryWindow
+                        let posts = try await admin.pruneWebhookOutbox(window: window)
+                        print("\(posts) webhook POSTs past the retry window (\(window.days)) deleted")
+                        deleted = rows + notifications + keys + pruned.messages + pruned.tokenlessUsers + pruned.invalidTokens + posts
                     }
                 }
                 guard ran else {

@@ -151,6 +151,21 @@ package struct QueueAdmin: Sendable {
             )
     }
 
+    /// Deletes webhook POSTs written longer than `window` ago (`webhook_retry_window`): past the window nothing retries
+    /// them (a webhook failing that long is disabled), whatever became of their webhook; the count.
+    package func pruneWebhookOutbox(window: Duration) async throws -> Int {
+        try await repeatUntilShort(
+            """
+            WITH doomed AS (
+                SELECT id FROM webhook_outbox WHERE created_at < now() - make_interval(secs => \(window.seconds)) LIMIT \(Self.pruneBatch)
+            ), deleted AS (
+                DELETE FROM webhook_outbox o USING doomed d WHERE o.id = d.id RETURNING 1
+            )
+            SELECT count(*) FROM deleted
+            """
+        )
+    }
+
     /// Runs `statement` (one batch of at most ``pruneBatch`` rows, answering how many it changed) until a batch is
     /// short; the total.
     private func repeatUntilShort(_ statement: PostgresQuery) async throws -> Int {

@@ -39,6 +39,15 @@ import Testing
                     ('t2', now() - interval '50 days', 'x', NULL),
                     ('t3', now(), 'x', now())
                     """,
+                    // Webhook POSTs: one past the retry window (3 days), one within it.
+                    """
+                    INSERT INTO webhooks (name, app, url, secret) VALUES ('r', 'default', 'https://hooks.example/r', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')
+                    """,
+                    """
+                    INSERT INTO webhook_outbox (webhook_id, events, event_count, created_at)
+                    SELECT id, '[{"id":"' || e || '"}]', 1, now() - CASE e WHEN 'old' THEN interval '4 days' ELSE interval '2 days' END
+                    FROM webhooks, (VALUES ('old'), ('new')) v(e)
+                    """,
                 ] {
                     try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
                 }
@@ -60,6 +69,11 @@ import Testing
                 as: String.self
             )
             #expect(left == "new|2,3|t2,t3")
+            #expect(result.standardOutput.contains("1 webhook POSTs past the retry window (3d) deleted"), "\(result.standardOutput)")
+            #expect(
+                try await TestDatabase.scalar(url, "SELECT string_agg(events, ',') FROM webhook_outbox", as: String.self)
+                    == #"[{"id":"new"}]"#
+            )
         }
     }
 
