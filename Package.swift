@@ -103,6 +103,7 @@ let package = Package(
         // Firebase Cloud Messaging's protocol values (service accounts, OAuth assertions, messages, answers): no I/O.
         .target(name: "FCM", dependencies: ["Support", crypto, cryptoExtras], swiftSettings: swiftSettings),
         .target(name: "Webhooks", dependencies: ["Support", crypto], swiftSettings: swiftSettings),
+        .target(name: "WebPush", dependencies: ["Support", crypto], swiftSettings: swiftSettings),
         .target(
             name: "APNsTransport",
             dependencies: [
@@ -220,6 +221,7 @@ let package = Package(
         ),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "Support", cryptoExtras], swiftSettings: swiftSettings),
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Support"], swiftSettings: swiftSettings),
+        .testTarget(name: "WebPushTests", dependencies: ["WebPush", "Support", crypto], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Settings", postgres], swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",

@@ -77,6 +77,12 @@ if has_stage swift && ! python3 -c "import jsonschema, yaml" >/dev/null 2>&1; th
     echo "==> installing schemathesis (PyPI) for jsonschema and PyYAML"
     python3 -m pip install -q "$(sed -n 's/^SCHEMATHESIS = "\(.*\)"$/\1/p' scripts/api-spec-test.py)"
 fi
+# The Web Push tests decrypt what the project encrypts with an implementation of their own: http_ece (on the
+# `cryptography` package), pinned.
+if has_stage swift && ! python3 -c "import http_ece" >/dev/null 2>&1; then
+    echo "==> installing http-ece (PyPI) for the Web Push tests' independent decryption"
+    python3 -m pip install -q "http-ece==1.2.1"
+fi
 if has_stage systemd; then
     apt_ensure systemd-container /usr/bin/systemd-nspawn
     apt_ensure debootstrap /usr/sbin/debootstrap
