@@ -149,9 +149,8 @@ let package = Package(
         .target(
             name: "Simulator",
             dependencies: [
-                "Support", "Settings", "APNs", "APNsTransport", "HTTP2Client", "FCM", "Webhooks", hummingbird, httpTypes, nioCore, nioPosix,
-                nioSSL,
-                nioTLS, nioHTTP2, nioHPACK,
+                "Support", "Settings", "APNs", "APNsTransport", "HTTP2Client", "FCM", "Webhooks", "WebPush", hummingbird, httpTypes,
+                nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK,
                 crypto, cryptoExtras, serviceLifecycle,
                 logging, nioConcurrencyHelpers,
             ],
@@ -241,13 +240,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "SimulatorUnitTests", dependencies: ["Simulator"], swiftSettings: swiftSettings),
+        .testTarget(name: "SimulatorUnitTests", dependencies: ["Simulator", "WebPush", "Support", crypto], swiftSettings: swiftSettings),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "Support", "Settings", "Observability", "APNs", "APNsTransport", "HTTP2Client", "Storage", "API", "APIServer", "Simulator",
                 "Push",
-                "Feedback", "FCM", "Webhooks", cryptoExtras,
+                "Feedback", "FCM", "Webhooks", "WebPush", cryptoExtras,
                 .product(name: "HummingbirdTesting", package: "hummingbird"), hummingbird, httpTypes, logging, serviceLifecycle,
                 nioConcurrencyHelpers, postgres, nioCore, nioFoundationCompat, nioPosix, nioSSL, nioHTTP2,
             ],

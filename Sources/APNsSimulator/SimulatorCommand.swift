@@ -83,6 +83,17 @@ struct SimulatorCommand: AsyncParsableCommand {
     var fcmPort = 2198
     @Option(name: .customLong("fcm-unregistered"), help: "File of FCM registration tokens (one per line) answered 404 UNREGISTERED.")
     var fcmUnregistered: String?
+    @Option(
+        name: .customLong("webpush-port"),
+        help:
+            "Play the browsers' push service (Web Push) on this TLS port; browsers subscribe with POST /browsers on the status page (0: any free port)."
+    )
+    var webPushPort: Int?
+    @Option(
+        name: .customLong("webpush-answer"),
+        help: "With --webpush-port: answer every push message with this status instead of delivering it (404, 410, 413, 429 or 503)."
+    )
+    var webPushAnswer: Int?
     @Option(help: "Log level.")
     var logLevel = "info"
 
@@ -133,6 +144,13 @@ struct SimulatorCommand: AsyncParsableCommand {
             configuration.fcm.accounts = try fcmServiceAccount.map { SimulatorConfiguration.FCMAccount(try ServiceAccount(file: $0)) }
         }
         if let fcmUnregistered { configuration.fcm.unregisteredTokens = Set(try Self.lines(of: fcmUnregistered)) }
+        configuration.webPushPort = webPushPort
+        if let webPushAnswer {
+            guard [404, 410, 413, 429, 503].contains(webPushAnswer) else {
+                throw SimulatorError(reason: "--webpush-answer is one of 404, 410, 413, 429, 503 (got \(webPushAnswer))")
+            }
+            configuration.webPush.answer = webPushAnswer
+        }
         configuration.recordFile = record
         configuration.recordTokenPrefix = recordTokens
         if let unregistered {

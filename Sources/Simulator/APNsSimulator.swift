@@ -22,6 +22,8 @@ package final class APNsSimulator: Service, Sendable {
         package let status: Int?
         /// The Google side (FCM and the OAuth token endpoint), when configured.
         package var fcm: Int? = nil
+        /// The browsers' push service, when configured.
+        package var webPush: Int? = nil
 
         package init(gateway: Int, feedback: Int, http2: Int, status: Int?, fcm: Int? = nil) {
             (self.gateway, self.feedback, self.http2, self.status, self.fcm) = (gateway, feedback, http2, status, fcm)
@@ -130,21 +132,43 @@ package final class APNsSimulator: Service, Sendable {
                 throw error
             }
         }
+        var webPush: (any Channel)?
+        if let webPushPort = configuration.webPushPort {
+            do {
+                webPush = try await bindHTTP2(port: webPushPort) { [state, logger] connection in
+                    WebPushHandler(service: state.webPush, state: state, connection: connection, logger: logger)
+                }
+                let port = webPush?.localAddress?.port ?? 0
+                let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+                state.webPush.origin = "https://\(host)" + (port == 443 ? "" : ":\(port)")
+            } catch {
+                try? await gateway.close()
+                try? await feedback.close()
+                try? await http2.close()
+                try? await fcm?.close()
+                throw error
+            }
+        }
         defer {
             gateway.close(promise: nil)
             feedback.close(promise: nil)
             http2.close(promise: nil)
             fcm?.close(promise: nil)
+            webPush?.close(promise: nil)
         }
         let gatewayPort = gateway.localAddress?.port ?? 0
         let feedbackPort = feedback.localAddress?.port ?? 0
         let http2Port = http2.localAddress?.port ?? 0
         let fcmPort = fcm?.localAddress?.port
-        guard let statusPort = configuration.statusPort else {
-            return try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, http2: http2Port, status: nil, fcm: fcmPort))
+        let webPushPort = webPush?.localAddress?.port
+        func ports(status: Int?) -> Ports {
+            var ports = Ports(gateway: gatewayPort, feedback: feedbackPort, http2: http2Port, status: status, fcm: fcmPort)
+            ports.webPush = webPushPort
+            return ports
         }
+        guard let statusPort = configuration.statusPort else { return try await body(ports(status: nil)) }
         return try await StatusPage.withRunning(host: configuration.host, port: statusPort, state: state, logger: logger) { port in
-            try await body(Ports(gateway: gatewayPort, feedback: feedbackPort, http2: http2Port, status: port, fcm: fcmPort))
+            try await body(ports(status: port))
         }
     }
 
@@ -153,8 +177,9 @@ package final class APNsSimulator: Service, Sendable {
         try await withRunning { ports in
             let status = ports.status.map { ", status page http://\(configuration.host):\($0)/" } ?? ""
             let fcm = ports.fcm.map { ", FCM and its token endpoint \($0)" } ?? ""
+            let webPush = ports.webPush.map { ", the browsers' push service \($0)" } ?? ""
             logger.info(
-                "APNs simulator listening on \(configuration.host): gateway \(ports.gateway), feedback \(ports.feedback), HTTP/2 \(ports.http2)\(fcm)\(status)"
+                "APNs simulator listening on \(configuration.host): gateway \(ports.gateway), feedback \(ports.feedback), HTTP/2 \(ports.http2)\(fcm)\(webPush)\(status)"
             )
             try? await gracefulShutdown()
             logger.info("APNs simulator stopping")

@@ -20,6 +20,8 @@ package struct LockScreenItem: Sendable, Equatable {
     package var app = "PushChat"
     /// An Android phone (the notification came through the simulator's FCM).
     package var android = false
+    /// A browser (the notification came through the simulator's push service: Web Push).
+    package var web = false
 
     /// Reads `notification`'s payload; a payload that is not a JSON object shows as its raw text.
     package init(_ notification: AcceptedNotification) {
@@ -33,6 +35,10 @@ package struct LockScreenItem: Sendable, Equatable {
         }
         if notification.format == "fcm" {
             readFCM(object)
+            return
+        }
+        if notification.format == "web" {
+            readWeb(object)
             return
         }
         customKeys = object.keys.filter { $0 != "aps" }.sorted()
@@ -79,6 +85,16 @@ package struct LockScreenItem: Sendable, Equatable {
         }
         sound = androidNotification["sound"] as? String
         customKeys = ((message["data"] as? [String: Any])?.keys).map { $0.sorted() } ?? []
+        silent = title == nil && body == nil
+    }
+
+    /// A Declarative Web Push message as a browser shows it: the notification's title and body, its data's keys.
+    private mutating func readWeb(_ message: [String: Any]) {
+        web = true
+        let notification = message["notification"] as? [String: Any] ?? [:]
+        title = notification["title"] as? String
+        body = notification["body"] as? String
+        customKeys = ((notification["data"] as? [String: Any])?.keys).map { $0.sorted() } ?? []
         silent = title == nil && body == nil
     }
 }

@@ -23,6 +23,9 @@ package struct SimulatorConfiguration: Sendable {
     package var fcmPort: Int?
     /// What the Google side checks, and its faults.
     package var fcm = FCMOptions()
+    /// The browsers' push service (Web Push, RFC 8030; TLS, HTTP/2), when configured; 0 picks a free port.
+    package var webPushPort: Int?
+    package var webPush = WebPushOptions()
     /// The read-only HTTP status page's port; 0 picks a free port, `nil` disables it.
     package var statusPort: Int? = 8095
 
@@ -144,6 +147,17 @@ package struct SimulatorConfiguration: Sendable {
         /// Seconds an access token it issues is good for (Google: 3599).
         package var accessTokenLifetime = 3599
         /// Wait this long before each answer to a message (FCM busy; rows stay in flight).
+        package var answerDelay: Duration?
+
+        package init() {}
+    }
+
+    /// The browsers' push service.
+    package struct WebPushOptions: Sendable {
+        /// Answer every message with this status (404, 410, 413, 429 or 503; 429 and 503 with `Retry-After: 1`)
+        /// instead of delivering it.
+        package var answer: Int?
+        /// Wait this long before each answer (a push service far away; messages stay in flight).
         package var answerDelay: Duration?
 
         package init() {}

@@ -55,6 +55,8 @@ package final class SimulatorState: Sendable {
     private let keepAll: Bool
     /// Delivery events POSTed to the status page (a backend's webhook receiver).
     package let webhooks: WebhookInbox
+    /// The browsers and their push service (Web Push).
+    package let webPush: WebPushService
     private let recentLimit: Int
     private let recordDescriptor: Int32?
     private let recordTokenPrefix: String?
@@ -72,6 +74,7 @@ package final class SimulatorState: Sendable {
         self.storage = NIOLockedValueBox(storage)
         self.keepAll = configuration.keepAll
         self.webhooks = WebhookInbox(secrets: try configuration.webhookSecrets.map { try WebhookSecret(parsing: $0) })
+        self.webPush = WebPushService(options: configuration.webPush)
         self.recentLimit = configuration.recentLimit
         self.recordTokenPrefix = configuration.recordTokenPrefix
         if let file = configuration.recordFile {

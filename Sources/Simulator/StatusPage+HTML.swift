@@ -49,11 +49,13 @@ extension StatusPage {
     static func phone(_ screen: LockScreen) -> String {
         let token = screen.token
         let short = token.count > 16 ? "\(token.prefix(8))…\(token.suffix(8))" : token
-        // An Android phone (its notifications came through FCM) or an iPhone.
-        let platform = screen.items.first?.android == true ? "android" : "iphone"
+        // An Android phone (its notifications came through FCM), a browser (Web Push) or an iPhone.
+        let first = screen.items.first
+        let platform = first?.android == true ? "android" : first?.web == true ? "browser" : "iphone"
+        let label = ["android": "Android", "browser": "Browser"][platform] ?? "iPhone"
         var html = "<section class=\"phone \(platform)\" data-token=\"\(escape(token))\" data-platform=\"\(platform)\">\n"
         html += "<div class=\"clock\">\(time(screen.items.first?.arrival ?? Date()))</div>\n"
-        html += "<div class=\"device\" title=\"\(escape(token))\">\(platform == "android" ? "Android" : "iPhone") \(escape(short))</div>\n"
+        html += "<div class=\"device\" title=\"\(escape(token))\">\(label) \(escape(short))</div>\n"
         for item in screen.items {
             html += notification(item)
         }

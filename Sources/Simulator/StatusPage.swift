@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Support
 
 /// The simulator's read-only HTTP status page on loopback: counters and the last notifications, so a person can
 /// see what "arrived on the phone".
@@ -11,7 +12,9 @@ import ServiceLifecycle
 /// `GET /` (a page: the counters and a phone lock screen per device token, updating itself), `GET /screens` (the
 /// part of it that updates), `GET /status.json` (counters and the last 20 as JSON), `GET /notifications?limit=N`
 /// (the last N as JSON, at most the kept number), `POST /webhooks` (a backend's receiver of delivery events: counted,
-/// the last shown on the page, signatures checked with `--webhook-secret`).
+/// the last shown on the page, signatures checked with `--webhook-secret`), `POST /browsers` (a browser subscribes,
+/// with `{"app", "application_server_key"}`: the answer is its `PushSubscription.toJSON()`, an endpoint on the
+/// browsers' push service) and `DELETE /browsers/ID` (it unsubscribes: 410 from then on).
 enum StatusPage {
     static func withRunning<T: Sendable>(
         host: String,
@@ -33,6 +36,29 @@ enum StatusPage {
                 body: Array(buffer: body)
             )
             return Response(status: .init(code: status))
+        }
+        router.post("/browsers") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 65_536)
+            let json = body.readableBytes == 0 ? nil : try? JSON.parse(Array(buffer: body))
+            let app = json?["app"]?.stringValue ?? "PushChat"
+            let key = json?["application_server_key"]?.stringValue
+            guard body.readableBytes == 0 || json?.members != nil else {
+                return Response(
+                    status: .badRequest,
+                    body: .init(byteBuffer: ByteBuffer(string: "expected {\"app\", \"application_server_key\"}\n"))
+                )
+            }
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(
+                status: .created,
+                headers: headers,
+                body: .init(byteBuffer: ByteBuffer(string: state.webPush.subscribe(app: app, applicationServerKey: key) + "\n"))
+            )
+        }
+        router.delete("/browsers/{id}") { _, context -> Response in
+            let id = context.parameters.get("id") ?? ""
+            return Response(status: state.webPush.unsubscribe(id) ? .noContent : .notFound)
         }
         router.get("/notifications") { request, _ in
             let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? 100

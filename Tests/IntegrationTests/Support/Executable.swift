@@ -55,3 +55,35 @@ struct Executable {
         )
     }
 }
+
+extension Executable {
+    /// Runs a tool from the PATH (curl, python3) as the test's own user, `input` on its standard input: its output;
+    /// a non-zero exit throws with what it wrote to standard error.
+    static func runTool(_ arguments: [String], input: String? = nil) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let output = Pipe()
+        let error = Pipe()
+        let standardInput = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = standardInput
+        try process.run()
+        if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
+        try standardInput.fileHandleForWriting.close()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ToolFailure(
+                description: "\(arguments.first ?? "?") exited \(process.terminationStatus): \(String(decoding: errorData, as: UTF8.self))"
+            )
+        }
+        return String(decoding: outputData, as: UTF8.self)
+    }
+
+    struct ToolFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+}
