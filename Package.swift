@@ -122,7 +122,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Support", "Settings", "Observability", "HTTPServing", "APNs", "Storage", "FCM",
+                "Support", "Settings", "Observability", "HTTPServing", "APNs", "Storage", "FCM", "WebPush",
                 hummingbird, hummingbirdCore, hummingbirdTLS, httpTypes, nioSSL, multipartKit, nioCore, nioHTTP1, nioHTTPTypesHTTP1,
                 nioConcurrencyHelpers, postgres, logging, metrics, crypto, serviceLifecycle,
             ],
@@ -160,7 +160,8 @@ let package = Package(
         .executableTarget(
             name: "APIServer",
             dependencies: [
-                "API", "Settings", "Storage", "APNs", "Support", "Observability", "Webhooks", argumentParser, hummingbird, logging,
+                "API", "Settings", "Storage", "APNs", "Support", "Observability", "Webhooks", "WebPush", argumentParser, hummingbird,
+                logging,
                 postgres,
             ],
             swiftSettings: swiftSettings

@@ -9,6 +9,7 @@ import PostgresNIO
 package import Settings
 import Storage
 package import Support
+import WebPush
 
 /// Builds the API server from a configuration, so tests can run exactly what `pushchat-api serve` runs.
 package enum APIApplication {
@@ -64,7 +65,8 @@ package enum APIApplication {
             perIP: perIP,
             failedAuth: RateLimiter(rate: configuration.limits.ratePerIP / 4, burst: configuration.limits.burstPerIP / 4),
             metrics: apiMetrics,
-            logger: logger
+            logger: logger,
+            vapidPublicKey: try vapidPublicKey(configuration)
         ).addRoutes(to: router)
         if configuration.exposure.testPages {
             // Not on the open internet unless asked for (`api_test_pages`): they fill rooms and probe the database.
@@ -90,6 +92,16 @@ package enum APIApplication {
             onServerRunning: onServerRunning,
             logger: logger
         )
+    }
+
+    /// The public half of `webpush_vapid_key_file`'s key; a file that is not a P-256 key stops the API at start.
+    static func vapidPublicKey(_ configuration: Configuration) throws(ConfigurationError) -> String? {
+        guard let file = configuration.webPush.vapidKeyFile else { return nil }
+        do {
+            return try VAPIDKey(file: file).publicKey
+        } catch {
+            throw ConfigurationError(code: .invalidValue, key: ConfigurationKey.webPushVAPIDKeyFile.rawValue, reason: error.reason)
+        }
     }
 
     static func isLoopback(_ host: String) -> Bool {

@@ -8,7 +8,7 @@ struct PushChatAPI: AsyncParsableCommand {
         abstract: "PushChat Server's HTTP API (wire-compatible with the PushChat iPhone app) and database tools.",
         subcommands: [
             ServeCommand.self, MigrateCommand.self, QueueCommand.self, KeysCommand.self, AppsCommand.self, WebhooksCommand.self,
-            TestPushCommand.self,
+            WebPushCommand.self, TestPushCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )

@@ -46,6 +46,8 @@ package struct Configuration: Sendable {
     package var retention = RetentionSettings()
     /// Webhooks' delivery (`webhook_*`).
     package var webhooks = WebhookSettings()
+    /// Browsers' push services (`webpush_*`).
+    package var webPush = WebPushSettings()
 
     package init(
         mode: Mode,
@@ -125,6 +127,7 @@ package struct Configuration: Sendable {
         exposure = try ExposureSettings(source: source)
         retention = try RetentionSettings(source: source)
         webhooks = try WebhookSettings(source: source)
+        webPush = try WebPushSettings(source: source)
         if let text = source.value(.chatApp) {
             guard App.isValidName(text) else {
                 throw Self.invalid(.chatApp, source, "expected an app's name (pushchat-api apps list), got '\(text)'")
@@ -209,6 +212,29 @@ package struct Configuration: Sendable {
             )
         }
         return value
+    }
+
+    /// `host:port` pairs separated by commas (`webhook_private_hosts`, `webpush_private_hosts`), lower-case; nil when
+    /// the setting is absent.
+    static func hostPorts(_ key: ConfigurationKey, _ source: ConfigurationSource) throws(ConfigurationError) -> Set<String>? {
+        guard let text = source.value(key) else { return nil }
+        var hosts: Set<String> = []
+        for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+            guard let colon = item.lastIndex(of: ":"), let port = Int(item[item.index(after: colon)...]), (1...65535).contains(port),
+                colon > item.startIndex
+            else {
+                throw invalid(key, source, "expected host:port pairs separated by commas, got '\(item)'")
+            }
+            hosts.insert(item.lowercased())
+        }
+        return hosts
+    }
+
+    /// An absolute path, or nil when the setting is absent.
+    static func absolutePath(_ key: ConfigurationKey, _ source: ConfigurationSource) throws(ConfigurationError) -> String? {
+        guard let file = source.value(key) else { return nil }
+        guard file.hasPrefix("/") else { throw invalid(key, source, "expected an absolute path, got '\(file)'") }
+        return file
     }
 
     static func invalid(_ key: ConfigurationKey, _ source: ConfigurationSource, _ reason: String) -> ConfigurationError {

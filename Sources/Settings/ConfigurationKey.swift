@@ -78,6 +78,10 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case webhookRetryWindow = "webhook_retry_window"
     case webhookConcurrency = "webhook_concurrency"
     case webhookCAFile = "webhook_ca_file"
+    case webPushVAPIDKeyFile = "webpush_vapid_key_file"
+    case webPushSubject = "webpush_subject"
+    case webPushPrivateHosts = "webpush_private_hosts"
+    case webPushCAFile = "webpush_ca_file"
 
     /// The key as written in the configuration file.
     package var fileKey: String { rawValue }

@@ -23,27 +23,11 @@ package struct WebhookSettings: Sendable {
     package init() {}
 
     init(source: ConfigurationSource) throws(ConfigurationError) {
-        if let text = source.value(.webhookPrivateHosts) {
-            var hosts: Set<String> = []
-            for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
-                guard let colon = item.lastIndex(of: ":"), let port = Int(item[item.index(after: colon)...]), (1...65535).contains(port),
-                    colon > item.startIndex
-                else {
-                    throw Configuration.invalid(.webhookPrivateHosts, source, "expected host:port pairs separated by commas, got '\(item)'")
-                }
-                hosts.insert(item.lowercased())
-            }
-            privateHosts = hosts
-        }
+        privateHosts = try Configuration.hostPorts(.webhookPrivateHosts, source) ?? privateHosts
         timeout = try Configuration.duration(.webhookTimeout, source, maximum: .seconds(120)) ?? timeout
         retryFirst = try Configuration.duration(.webhookRetryFirst, source) ?? retryFirst
         retryWindow = try Configuration.duration(.webhookRetryWindow, source) ?? retryWindow
         concurrency = try Configuration.integer(.webhookConcurrency, source, in: 1...64) ?? concurrency
-        if let file = source.value(.webhookCAFile) {
-            guard file.hasPrefix("/") else {
-                throw Configuration.invalid(.webhookCAFile, source, "expected an absolute path, got '\(file)'")
-            }
-            caFile = file
-        }
+        caFile = try Configuration.absolutePath(.webhookCAFile, source)
     }
 }

@@ -37,6 +37,9 @@ struct ProviderController: Sendable {
     let knownKeys = KnownKeys()
     let metrics: APIMetrics
     let logger: Logger
+    /// The VAPID public key (`webpush_vapid_key_file`'s, base64url of the uncompressed point): the
+    /// `applicationServerKey` a page subscribes with; nil when Web Push is not configured.
+    var vapidPublicKey: String? = nil
 
     func addRoutes(to router: Router<APIRequestContext>) {
         // Every answer counted by endpoint and status; each route behind its key's authentication, scope and limit.
@@ -52,6 +55,12 @@ struct ProviderController: Sendable {
         }
         route("devices.unregister", .devicesWrite, "delete devices").delete("devices/:token") { _, context in
             try await unregister(context.parameters.get("token") ?? "", key: context.requireKey())
+        }
+        route("webpush.public_key", .devicesWrite, "read the Web Push public key").get("webpush/public-key") { _, _ in
+            guard let vapidPublicKey else {
+                throw ProviderError(.notFound, .notFound, "Web Push is not configured on this server (webpush_vapid_key_file)")
+            }
+            return Self.json(.ok, ["public_key": vapidPublicKey])
         }
         route("notifications.send", .send, "send notifications").post("notifications") { request, context in
             try await send(request, key: context.requireKey())

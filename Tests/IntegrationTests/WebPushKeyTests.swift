@@ -1,0 +1,92 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import API
+@testable import Settings
+@testable import Storage
+@testable import Support
+@testable import WebPush
+
+/// The application server's VAPID key (issue 46): `pushchat-api webpush generate-key` as the service user, the
+/// settings that name it, and `GET /v1/webpush/public-key`, what a page subscribes with.
+@Suite struct WebPushKeyTests {
+    @Test func generateKeyWritesAPrivateFileAndNeverOverwrites() throws {
+        let directory = NSTemporaryDirectory() + "pushchat-vapid-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        ServiceUser.own(directory)
+        let file = directory + "/vapid.pem"
+        let made = try Executable(name: "pushchat-api").run(["webpush", "generate-key", file])
+        #expect(made.status == 0, "\(made.standardError)")
+        let publicKey = made.standardOutput.split(separator: "\n").last.map(String.init) ?? ""
+        let key = try VAPIDKey(file: file)
+        #expect(key.publicKey == publicKey, "the printed key is the file's public half")
+        let mode = (try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+        // openssl reads it too.
+        #expect(try Executable.runTool(["openssl", "pkey", "-in", file, "-noout", "-text"]).contains("prime256v1"))
+        let again = try Executable(name: "pushchat-api").run(["webpush", "generate-key", file])
+        #expect(again.status == 1 && again.standardError.contains("it exists"), "\(again.standardError)")
+        #expect(try VAPIDKey(file: file).publicKey == publicKey, "the key is untouched")
+    }
+
+    @Test func theSettingsAreChecked() throws {
+        func configuration(_ environment: [String: String]) throws -> Configuration {
+            try Configuration(
+                source: ConfigurationSource(
+                    mode: .production,
+                    environment: ["PUSHCHAT_DATABASE_URL": "postgres://a@b/c"].merging(environment) { $1 }
+                )
+            )
+        }
+        let good = try configuration([
+            "PUSHCHAT_WEBPUSH_VAPID_KEY_FILE": "/etc/pushchat/vapid.pem", "PUSHCHAT_WEBPUSH_SUBJECT": "mailto:ops@example.com",
+            "PUSHCHAT_WEBPUSH_PRIVATE_HOSTS": "127.0.0.1:8443, [::1]:8443", "PUSHCHAT_WEBPUSH_CA_FILE": "/etc/pushchat/ca.pem",
+        ])
+        #expect(good.webPush.vapidKeyFile == "/etc/pushchat/vapid.pem" && good.webPush.subject == "mailto:ops@example.com")
+        #expect(good.webPush.privateHosts == ["127.0.0.1:8443", "[::1]:8443"] && good.webPush.caFile == "/etc/pushchat/ca.pem")
+        for (name, value) in [
+            ("PUSHCHAT_WEBPUSH_VAPID_KEY_FILE", "vapid.pem"), ("PUSHCHAT_WEBPUSH_SUBJECT", "ops@example.com"),
+            ("PUSHCHAT_WEBPUSH_SUBJECT", "http://example.com"), ("PUSHCHAT_WEBPUSH_PRIVATE_HOSTS", "127.0.0.1"),
+        ] {
+            #expect(throws: ConfigurationError.self, "\(name)=\(value)") { try configuration([name: value]) }
+        }
+    }
+
+    @Test func thePublicKeyIsServedToAKeyThatRegistersDevices() async throws {
+        let directory = NSTemporaryDirectory() + "pushchat-vapid-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = VAPIDKey.generate()
+        let file = directory + "/vapid.pem"
+        try key.pem.write(toFile: file, atomically: true, encoding: .utf8)
+        try await TestDatabase.withFreshDatabase { url in
+            var configuration = APIHarness.configuration(url: TestDatabase.service(url))
+            configuration.webPush.vapidKeyFile = file
+            try await APIHarness.run(configuration: configuration, ownerURL: url) { api in
+                let devices = try await ProviderAPITests.createKey(url, name: "pages", scopes: [.devicesWrite])
+                let answer = try await ProviderAPITests.call(api, .get, "/v1/webpush/public-key", key: devices)
+                #expect(answer.status == 200 && answer.json["public_key"] as? String == key.publicKey, "\(answer)")
+                let sender = try await ProviderAPITests.createKey(url, name: "sender", scopes: [.send])
+                #expect(try await ProviderAPITests.call(api, .get, "/v1/webpush/public-key", key: sender).status == 403)
+                #expect(try await ProviderAPITests.call(api, .get, "/v1/webpush/public-key", key: nil).status == 401)
+            }
+            // Without a key file: 404 with a reason.
+            try await APIHarness.run(configuration: APIHarness.configuration(url: TestDatabase.service(url)), ownerURL: url) { api in
+                let devices = try await ProviderAPITests.createKey(url, name: "pages2", scopes: [.devicesWrite])
+                let answer = try await ProviderAPITests.call(api, .get, "/v1/webpush/public-key", key: devices)
+                #expect(answer.status == 404 && (answer.json["reason"] as? String ?? "").contains("webpush_vapid_key_file"), "\(answer)")
+            }
+        }
+        // A file that is not a P-256 key: the API does not start.
+        let bad = directory + "/bad.pem"
+        try "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        var configuration = APIHarness.configuration(url: try DatabaseURL(parsing: "postgres://pushchat@127.0.0.1:1/none"))
+        configuration.webPush.vapidKeyFile = bad
+        let error = #expect(throws: ConfigurationError.self) {
+            _ = try APIApplication.build(configuration: configuration, logger: TestDatabase.logger, databaseTimeout: .seconds(1))
+        }
+        #expect(error?.key == "webpush_vapid_key_file" && error?.reason.contains("P-256") == true)
+    }
+}
