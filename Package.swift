@@ -103,7 +103,7 @@ let package = Package(
         // Firebase Cloud Messaging's protocol values (service accounts, OAuth assertions, messages, answers): no I/O.
         .target(name: "FCM", dependencies: ["Support", crypto, cryptoExtras], swiftSettings: swiftSettings),
         .target(name: "Webhooks", dependencies: ["Support", crypto], swiftSettings: swiftSettings),
-        .target(name: "WebPush", dependencies: ["Support", crypto], swiftSettings: swiftSettings),
+        .target(name: "WebPush", dependencies: ["Support", crypto, nioCore], swiftSettings: swiftSettings),
         .target(
             name: "APNsTransport",
             dependencies: [

@@ -19,8 +19,11 @@ package struct WebPushError: PushChatError, Equatable {
 extension ErrorCode where Domain == WebPushError {
     /// Not `{"endpoint", "keys": {"p256dh", "auth"}}` as `PushSubscription.toJSON()` gives it.
     package static let badSubscription = Self("badSubscription")
-    /// The endpoint is not an https URL with a host.
+    /// The endpoint is not an https URL with a host, or its host does not resolve.
     package static let badEndpoint = Self("badEndpoint")
+    /// The endpoint's host is, or resolves to, an address inside the network, and is not listed in
+    /// `webpush_private_hosts`.
+    package static let insideNetwork = Self("insideNetwork")
     /// `p256dh` is not an uncompressed P-256 point on the curve, or `auth` is not 16 bytes.
     package static let badKeys = Self("badKeys")
     /// The VAPID key file is not a P-256 private key, or the subject is not `mailto:` or `https:`.

@@ -75,3 +75,44 @@ import Testing
         }
     }
 }
+
+/// Where an endpoint may point: the registration's and every send's check.
+@Suite struct WebPushEndpointAddressTests {
+    static func subscription(_ endpoint: String) throws -> WebPushSubscription {
+        try WebPushSubscription(
+            json: Array(
+                #"{"endpoint":"\#(endpoint)","keys":{"p256dh":"\#(WebPushSubscriptionTests.p256dh)","auth":"\#(WebPushSubscriptionTests.auth)"}}"#
+                    .utf8
+            )
+        )
+    }
+
+    @Test func insideTheNetworkIsRefusedUnlessListed() async throws {
+        for endpoint in [
+            "https://127.0.0.1:8443/push/1", "https://[::1]/push/1", "https://169.254.169.254/latest", "https://10.1.2.3/p",
+            "https://[fd00::1]/p", "https://[::ffff:127.0.0.1]/p", "https://localhost:8443/push/1",
+        ] {
+            let subscription = try Self.subscription(endpoint)
+            let error = await #expect(throws: WebPushError.self, Comment(rawValue: endpoint)) {
+                _ = try await subscription.checkedAddresses(privateHosts: [])
+            }
+            #expect(
+                error?.code == .insideNetwork && error?.reason.contains("webpush_private_hosts") == true,
+                "\(endpoint): \(String(describing: error))"
+            )
+        }
+        let listed = try Self.subscription("https://127.0.0.1:8443/push/1")
+        #expect(try await listed.checkedAddresses(privateHosts: ["127.0.0.1:8443"]).count == 1)
+        let listedV6 = try Self.subscription("https://[::1]:8443/push/1")
+        #expect(try await listedV6.checkedAddresses(privateHosts: ["[::1]:8443"]).count == 1)
+        #expect(throws: WebPushError.self, "another port is not listed") {
+            try listed.check(resolved: [ClientAddress("127.0.0.1")!], privateHosts: ["127.0.0.1:9443"])
+        }
+        let outside = try Self.subscription("https://push.example.net/p")
+        try outside.check(resolved: [ClientAddress("93.184.216.34")!], privateHosts: [])
+        #expect(throws: WebPushError.self, "one public and one private address") {
+            try outside.check(resolved: [ClientAddress("93.184.216.34")!, ClientAddress("192.168.1.1")!], privateHosts: [])
+        }
+        #expect(throws: WebPushError.self, "a name that resolves to nothing") { try outside.check(resolved: [], privateHosts: []) }
+    }
+}
