@@ -247,7 +247,7 @@ let package = Package(
             dependencies: [
                 "Support", "Settings", "Observability", "APNs", "APNsTransport", "HTTP2Client", "Storage", "API", "APIServer", "Simulator",
                 "Push",
-                "Feedback", "FCM", "Webhooks", "WebPush", cryptoExtras,
+                "Feedback", "FCM", "Webhooks", "WebPush", crypto, cryptoExtras,
                 .product(name: "HummingbirdTesting", package: "hummingbird"), hummingbird, httpTypes, logging, serviceLifecycle,
                 nioConcurrencyHelpers, postgres, nioCore, nioFoundationCompat, nioPosix, nioSSL, nioHTTP2,
             ],

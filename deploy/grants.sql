@@ -24,6 +24,9 @@ GRANT SELECT ON webhooks TO pushchat;
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON webhooks FROM pushchat;
 GRANT UPDATE (failures, failing_since, retry_at, last_error, delivered_at, disabled_at, disabled_reason) ON webhooks TO pushchat;
 GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_outbox, webhook_completions TO pushchat;
+-- Browsers' push subscriptions (issue 46): the API stores one with the device or chat user that names it; the feedback
+-- job prunes those no device or user names any more.
+GRANT SELECT, INSERT, UPDATE, DELETE ON web_subscriptions TO pushchat;
 GRANT SELECT ON schema_migrations TO pushchat;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO pushchat;
 -- Tables later migrations create can be read at once; writing them takes a line above, in the release that needs it

@@ -54,7 +54,8 @@ package enum APIApplication {
             resolver: resolver,
             health: database.health,
             metrics: apiMetrics,
-            logger: logger
+            logger: logger,
+            webPushPrivateHosts: configuration.webPush.privateHosts
         )
         controller.addRoutes(to: router)
         ProviderController(
@@ -66,7 +67,8 @@ package enum APIApplication {
             failedAuth: RateLimiter(rate: configuration.limits.ratePerIP / 4, burst: configuration.limits.burstPerIP / 4),
             metrics: apiMetrics,
             logger: logger,
-            vapidPublicKey: try vapidPublicKey(configuration)
+            vapidPublicKey: try vapidPublicKey(configuration),
+            webPushPrivateHosts: configuration.webPush.privateHosts
         ).addRoutes(to: router)
         if configuration.exposure.testPages {
             // Not on the open internet unless asked for (`api_test_pages`): they fill rooms and probe the database.

@@ -8,6 +8,7 @@ import Observability
 import Settings
 import Storage
 import Support
+import WebPush
 
 /// `POST /api.php` (and `/api`): the PushChat app's commands.
 struct APIController: Sendable {
@@ -25,6 +26,8 @@ struct APIController: Sendable {
     let health: DatabaseHealth
     let metrics: APIMetrics
     let logger: Logger
+    /// `webpush_private_hosts`: endpoints a browser's subscription may name inside the network.
+    var webPushPrivateHosts: Set<String> = []
 
     func addRoutes(to router: Router<APIRequestContext>) {
         // Cheap as they are, the probes pass the per-address limiter like every route: a flood of them is still a flood.
@@ -74,6 +77,7 @@ struct APIController: Sendable {
         if let wait = perUDID.take(command.udid) {
             return Self.tooManyRequests(wait)
         }
+        let subscription = try await Self.checkedSubscription(command, privateHosts: webPushPrivateHosts)
         do {
             // No deadline of our own: the database client bounds the wait for a connection, and once a statement is
             // sent the server's statement_timeout decides, so an error answer means nothing was written.
@@ -83,10 +87,29 @@ struct APIController: Sendable {
                 client: (context.client?.description, context.addressKey),
                 maxRoomSize: limits.maxRoomSize,
                 fanOut: fanOut,
-                metrics: metrics
+                metrics: metrics,
+                subscription: subscription
             )
         } catch {
             return databaseFailure(error, doing: command.command)
+        }
+    }
+
+    /// A browser's subscription (`platform=web`) once its endpoint's addresses are checked, before anything is
+    /// written; refused (400, the reason) when it points inside the network.
+    static func checkedSubscription(
+        _ command: APIRequest,
+        privateHosts: Set<String>
+    ) async throws(APIRequestError) -> WebSubscriptionRecord? {
+        let subscription: WebPushSubscription
+        switch command {
+        case .join(_, _, _, _, _, let given?), .update(_, _, _, let given?): subscription = given
+        default: return nil
+        }
+        do {
+            return try await WebSubscriptionRecord(checking: subscription, privateHosts: privateHosts)
+        } catch {
+            throw .invalidSubscription(error.reason)
         }
     }
 
@@ -96,10 +119,11 @@ struct APIController: Sendable {
         client: (address: String?, key: String),
         maxRoomSize: Int,
         fanOut: FanOutBudget,
-        metrics: APIMetrics
+        metrics: APIMetrics,
+        subscription: WebSubscriptionRecord? = nil
     ) async throws -> Response {
         switch command {
-        case .join(let udid, let token, let name, let code, let platform):
+        case .join(let udid, let token, let name, let code, let platform, _):
             guard
                 try await store.join(
                     udid: udid,
@@ -107,14 +131,15 @@ struct APIController: Sendable {
                     name: name,
                     code: code,
                     platform: platform,
+                    subscription: subscription,
                     ipAddress: client.address,
                     maxRoomSize: maxRoomSize
                 )
             else { return error(.forbidden, "Room is full") }
         case .leave(let udid):
             try await store.leave(udid: udid)
-        case .update(let udid, let token, let platform):
-            try await store.update(udid: udid, token: token, platform: platform)
+        case .update(let udid, let token, let platform, _):
+            try await store.update(udid: udid, token: token, platform: platform, subscription: subscription)
         case .message(let udid, let text):
             // The fan-out budget pays for the recipients before anything is queued; the statement refuses a room
             // that grew past what was reserved, and what was not used goes back.

@@ -1,5 +1,6 @@
 package import Settings
 import Support
+package import WebPush
 
 /// A validated request to the PushChat API (`POST /api.php`, field `cmd`).
 ///
@@ -7,12 +8,13 @@ import Support
 /// the fixed `X-Error-Description` texts, and nothing is written for a bad request.
 package enum APIRequest: Sendable, Equatable {
     /// Join a room: replaces any earlier registration of the device. `platform=fcm` (an Android app) makes the token
-    /// an FCM registration token; the PushChat apps never send it and stay `apns`.
-    case join(udid: String, token: String, name: String, code: String, platform: Platform = .apns)
+    /// an FCM registration token, `platform=web` (a browser) its push subscription's JSON (`token` is then the
+    /// subscription's derived `web_` token); the PushChat apps never send it and stay `apns`.
+    case join(udid: String, token: String, name: String, code: String, platform: Platform = .apns, subscription: WebPushSubscription? = nil)
     /// Leave the room.
     case leave(udid: String)
     /// Register a new device token (of `platform`, as at `join`).
-    case update(udid: String, token: String, platform: Platform = .apns)
+    case update(udid: String, token: String, platform: Platform = .apns, subscription: WebPushSubscription? = nil)
     /// Send `text` to everyone else in the sender's room.
     case message(udid: String, text: String)
     /// The room's stored messages with an id greater than `since`.
@@ -39,7 +41,7 @@ package enum APIRequest: Sendable, Equatable {
     /// The device the request is from.
     package var udid: String {
         switch self {
-        case .join(let udid, _, _, _, _), .leave(let udid), .update(let udid, _, _), .message(let udid, _), .fetch(let udid, _): udid
+        case .join(let udid, _, _, _, _, _), .leave(let udid), .update(let udid, _, _, _), .message(let udid, _), .fetch(let udid, _): udid
         }
     }
 
@@ -50,16 +52,21 @@ package enum APIRequest: Sendable, Equatable {
         case "join":
             let udid = try FormValue.udid(fields)
             let platform = try FormValue.platform(fields)
-            let token = try FormValue.token(fields, allowNoToken: true, platform: platform)
+            let subscription = try FormValue.subscription(fields, allowNoToken: true, platform: platform)
+            var token = subscription?.token ?? ""
+            if subscription == nil { token = try FormValue.token(fields, allowNoToken: true, platform: platform) }
             let name = try FormValue.text(fields, "name", missing: .missingName, invalid: .invalidName, maxBytes: Self.maximumNameBytes)
             let code = try FormValue.text(fields, "code", missing: .missingCode, invalid: .invalidCode, maxBytes: Self.maximumNameBytes)
-            self = .join(udid: udid, token: token, name: name, code: code, platform: platform)
+            self = .join(udid: udid, token: token, name: name, code: code, platform: platform, subscription: subscription)
         case "leave":
             self = .leave(udid: try FormValue.udid(fields))
         case "update":
             let udid = try FormValue.udid(fields)
             let platform = try FormValue.platform(fields)
-            self = .update(udid: udid, token: try FormValue.token(fields, allowNoToken: false, platform: platform), platform: platform)
+            let subscription = try FormValue.subscription(fields, allowNoToken: false, platform: platform)
+            var token = subscription?.token ?? ""
+            if subscription == nil { token = try FormValue.token(fields, allowNoToken: false, platform: platform) }
+            self = .update(udid: udid, token: token, platform: platform, subscription: subscription)
         case "message":
             let udid = try FormValue.udid(fields)
             let text = try FormValue.text(
@@ -95,8 +102,10 @@ package struct APIRequestError: PushChatError, Equatable {
     package static let invalidUserID = Self(description: "Invalid user_id")
     package static let missingToken = Self(description: "Missing device token")
     package static let invalidToken = Self(description: "Invalid device token")
-    /// `platform` is neither `apns` nor `fcm`.
+    /// `platform` is neither `apns`, `fcm` nor `web`.
     package static let invalidPlatform = Self(description: "Invalid platform")
+    /// `platform=web` and `token` is not a browser's subscription, or its endpoint may not be used (the reason follows).
+    package static func invalidSubscription(_ reason: String) -> Self { Self(description: "Invalid subscription: \(reason)") }
     package static let missingName = Self(description: "Missing name")
     package static let invalidName = Self(description: "Invalid name")
     package static let missingCode = Self(description: "Missing code")

@@ -1,6 +1,7 @@
 import FCM
 import Settings
 import Support
+import WebPush
 
 /// Field validators shared by the API commands.
 enum FormValue {
@@ -52,6 +53,25 @@ enum FormValue {
             // Case-sensitive, kept as FCM gave it.
             guard let token = String(validating: value, as: UTF8.self), FCMMessage.isToken(token) else { throw .invalidToken }
             return token
+        case .web:
+            // A browser sends its subscription (``subscription(_:allowNoToken:platform:)``); its derived token is
+            // taken where one is named.
+            guard let token = String(validating: value, as: UTF8.self), WebPushSubscription.isToken(token) else { throw .invalidToken }
+            return token
+        }
+    }
+
+    /// A browser's `token` (`platform=web`): its push subscription's JSON as `PushSubscription.toJSON()` gives it; nil
+    /// for another platform, or `"0"` where the device may not have one yet.
+    static func subscription(_ fields: FormFields, allowNoToken: Bool, platform: Platform) throws(APIRequestError) -> WebPushSubscription? {
+        guard platform == .web else { return nil }
+        guard let raw = fields["token"] else { throw .missingToken }
+        let value = trimmed(raw)
+        if allowNoToken && value.elementsEqual(APIRequest.noToken.utf8) { return nil }
+        do {
+            return try WebPushSubscription(json: Array(value))
+        } catch {
+            throw .invalidSubscription(error.reason)
         }
     }
 

@@ -149,7 +149,11 @@ struct QueueCommand: AsyncParsableCommand {
                         let window = configuration.webhooks.retryWindow
                         let posts = try await admin.pruneWebhookOutbox(window: window)
                         print("\(posts) webhook POSTs past the retry window (\(window.days)) deleted")
-                        deleted = rows + notifications + keys + pruned.messages + pruned.tokenlessUsers + pruned.invalidTokens + posts
+                        let subscriptions = try await admin.pruneWebSubscriptions()
+                        print("\(subscriptions) browser subscriptions no device or chat user names deleted")
+                        deleted =
+                            rows + notifications + keys + pruned.messages + pruned.tokenlessUsers + pruned.invalidTokens + posts
+                            + subscriptions
                     }
                 }
                 guard ran else {

@@ -29,12 +29,18 @@ package enum PushPayload {
         /// cross-platform notification's body, high priority, the default sound.
         package let fcmHead: String
         package let fcmTail: String
+        /// The same message for a browser, in the Declarative Web Push JSON: the sender's name as the title, the
+        /// text as the body, a click opening the site (`/`, resolved against the subscribing page's origin).
+        package let webHead: String
+        package let webTail: String
 
         package init(text: String) {
             head = PushPayload.prefix
             tail = ": " + PushPayload.alertText(text) + PushPayload.suffix
             fcmHead = #"{"notification":{"body":""#
             fcmTail = ": " + PushPayload.alertText(text) + #""},"android":{"priority":"high","notification":{"sound":"default"}}}"#
+            webHead = #"{"web_push":8030,"notification":{"title":""#
+            webTail = #"","body":""# + PushPayload.alertText(text) + #"","navigate":"/"}}"#
         }
 
         /// The payload for a sender whose stored alert name is `alertName`.

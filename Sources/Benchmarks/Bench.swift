@@ -249,6 +249,9 @@ package final class Bench: Sendable {
                 FROM generate_series(1, \(rows)) g
                 """
             )
+        case .web:
+            // Not a platform this drain measures.
+            throw BenchError("the drain bench sends to APNs or FCM, not to browsers")
         }
         if fresh { try await query("VACUUM ANALYZE push_queue") }
         let acceptedBefore = try await accepted()

@@ -11,13 +11,13 @@ extension ProviderStore {
     /// How many recipients a notification to all, a room or users has, and how many of them are Android devices,
     /// counted from the indexes without gathering the tokens: the app's devices (unique per app), then the chat API's
     /// users that are not among them (for all, with the chat app's keys) or the room's users.
-    func count(_ notification: Notification) async throws -> (recipients: Int, android: Int) {
+    func count(_ notification: Notification) async throws -> (recipients: Int, android: Int, browsers: Int) {
         let (kind, list, room) = notification.target.parts
         let badge = notification.badge.map { Int32($0) }
         let chat = notification.app == chatApp
         let rows = try await database.query(
             """
-            SELECT count(*), count(*) FILTER (WHERE platform = 'fcm') FROM (
+            SELECT count(*), count(*) FILTER (WHERE platform = 'fcm'), count(*) FILTER (WHERE platform = 'web') FROM (
                 SELECT platform FROM devices
                 WHERE \(kind) IN ('all', 'users') AND app = \(notification.app) AND (\(kind) = 'all' OR user_ref = ANY(\(list)::text[]))
                     AND NOT (\(notification.onlyIfBadgeChanged) AND coalesce(last_badge = \(badge), false))
@@ -30,8 +30,10 @@ extension ProviderStore {
             """,
             logger: logger
         )
-        for (recipients, android) in try rows.decode((Int64, Int64).self) { return (Int(recipients), Int(android)) }
-        return (0, 0)
+        for (recipients, android, browsers) in try rows.decode((Int64, Int64, Int64).self) {
+            return (Int(recipients), Int(android), Int(browsers))
+        }
+        return (0, 0, 0)
     }
 
     /// Accepts a broadcast of `recipients` (counted) for expansion in the background: the notification row with what
@@ -57,11 +59,11 @@ extension ProviderStore {
                 SELECT (SELECT ok FROM within) AND (\(notification.idempotencyKey)::text IS NULL OR EXISTS (SELECT 1 FROM idem)) AS ok
             ), note AS (
                 INSERT INTO notifications (id, key_name, app, recipients, push_type, target_kind, target_list, target_room, include_chat,
-                    payload, fcm_payload, priority, expiration, collapse_id, topic, badge, only_if_badge_changed,
+                    payload, fcm_payload, web_payload, priority, expiration, collapse_id, topic, badge, only_if_badge_changed,
                     expand_phase, expanded, expanded_at)
                 SELECT \(notification.id), \(notification.keyName), \(notification.app), \(Int32(clamping: recipients)), \(notification.pushType),
                     \(kind), \(kind == "users" ? list : nil), \(room), \(kind == "all" && chat),
-                    \(notification.payload), \(notification.fcmPayload), \(notification.priority.map { Int16($0) }),
+                    \(notification.payload), \(notification.fcmPayload), \(notification.webPayload), \(notification.priority.map { Int16($0) }),
                     \(notification.expiration.map { Date(timeIntervalSince1970: TimeInterval($0)) }), \(notification.collapseID),
                     \(notification.topic), \(notification.badge.map { Int32($0) }), \(notification.onlyIfBadgeChanged),
                     \(kind == "room" ? "chat" : "devices"), 0, NULL
@@ -230,7 +232,7 @@ package struct BroadcastQueue: Sendable {
                  ORDER BY device_token LIMIT \(limit))
             ), chosen AS (
                 SELECT c.device_token, c.platform FROM batch c, b
-                WHERE (c.platform = 'apns' OR b.fcm_payload IS NOT NULL)
+                WHERE CASE c.platform WHEN 'fcm' THEN b.fcm_payload IS NOT NULL WHEN 'web' THEN b.web_payload IS NOT NULL ELSE true END
                   AND NOT (b.only_if_badge_changed
                            AND EXISTS (SELECT 1 FROM devices d WHERE d.app = b.app AND d.device_token = c.device_token AND d.last_badge = b.badge))
                   -- A chat user with a registered device was reached in the devices phase.
@@ -239,7 +241,8 @@ package struct BroadcastQueue: Sendable {
             ), queued AS (
                 INSERT INTO push_queue (app, platform, device_token, payload, priority, expiration, collapse_id, push_type, topic,
                     notification_id, bulk)
-                SELECT b.app, c.platform, c.device_token, CASE WHEN c.platform = 'fcm' THEN b.fcm_payload ELSE b.payload END,
+                SELECT b.app, c.platform, c.device_token,
+                       CASE c.platform WHEN 'fcm' THEN b.fcm_payload WHEN 'web' THEN b.web_payload ELSE b.payload END,
                        b.priority, b.expiration, b.collapse_id, b.push_type, b.topic, b.id, true
                 FROM chosen c, b
                 RETURNING 1

@@ -8,15 +8,20 @@ enum ChatStatements {
     /// `join`: register the device, replacing any earlier registration of the udid.
     struct Join: PostgresPreparedStatement {
         static let sql = """
-            INSERT INTO active_users AS u (udid, device_token, nickname, alert_name, secret_code, ip_address, platform)
-            SELECT $1, $2, $3, $4, $5, $6::inet, $8
-            WHERE $7 = 0 OR pushchat_room_has_space($5, $1, $7)
-            ON CONFLICT (udid) DO UPDATE SET
-                device_token = EXCLUDED.device_token, platform = EXCLUDED.platform, nickname = EXCLUDED.nickname,
-                alert_name = EXCLUDED.alert_name,
-                secret_code = EXCLUDED.secret_code, ip_address = EXCLUDED.ip_address,
-                joined_at = now(), token_updated_at = now()
-            RETURNING 1
+            WITH joined AS (
+                INSERT INTO active_users AS u (udid, device_token, nickname, alert_name, secret_code, ip_address, platform)
+                SELECT $1, $2, $3, $4, $5, $6::inet, $8
+                WHERE $7 = 0 OR pushchat_room_has_space($5, $1, $7)
+                ON CONFLICT (udid) DO UPDATE SET
+                    device_token = EXCLUDED.device_token, platform = EXCLUDED.platform, nickname = EXCLUDED.nickname,
+                    alert_name = EXCLUDED.alert_name,
+                    secret_code = EXCLUDED.secret_code, ip_address = EXCLUDED.ip_address,
+                    joined_at = now(), token_updated_at = now()
+                RETURNING 1
+            ), subscription AS (
+            \(WebSubscriptionRecord.upsert(token: 2, first: 9, condition: "EXISTS (SELECT 1 FROM joined)"))
+            )
+            SELECT 1::int4 FROM joined
             """
         /// A row when the device joined; none when the room is full.
         typealias Row = Int32
@@ -29,9 +34,11 @@ enum ChatStatements {
         let ipAddress: String?
         /// Most devices in the room, 0 for no limit.
         let maxRoomSize: Int
+        /// A browser's subscription (`platform` web), stored with the join.
+        var subscription: WebSubscriptionRecord? = nil
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 8)
+            var bindings = PostgresBindings(capacity: 11)
             bindings.append(udid)
             bindings.append(token)
             bindings.append(name)
@@ -40,6 +47,7 @@ enum ChatStatements {
             if let ipAddress { bindings.append(ipAddress) } else { bindings.appendNull() }
             bindings.append(Int64(maxRoomSize))
             bindings.append(platform.rawValue)
+            WebSubscriptionRecord.append(subscription, to: &bindings)
             return bindings
         }
 
@@ -67,7 +75,8 @@ enum ChatStatements {
             ), queued AS (
                 INSERT INTO push_queue (app, platform, device_token, payload)
                 SELECT $6, r.platform, r.device_token,
-                       CASE WHEN r.platform = 'fcm' THEN $7 || s.alert_name || $8 ELSE $3 || s.alert_name || $4 END
+                       CASE r.platform WHEN 'fcm' THEN $7 || s.alert_name || $8 WHEN 'web' THEN $9 || s.alert_name || $10
+                                       ELSE $3 || s.alert_name || $4 END
                 FROM recipients r, sender s
                 WHERE (SELECT ok FROM allowed)
                 RETURNING 1
@@ -86,7 +95,7 @@ enum ChatStatements {
 
         func makeBindings() throws -> PostgresBindings {
             let payload = PushPayload.Chat(text: text)
-            var bindings = PostgresBindings(capacity: 8)
+            var bindings = PostgresBindings(capacity: 10)
             bindings.append(udid)
             bindings.append(text)
             bindings.append(payload.head)
@@ -95,6 +104,8 @@ enum ChatStatements {
             bindings.append(app)
             bindings.append(payload.fcmHead)
             bindings.append(payload.fcmTail)
+            bindings.append(payload.webHead)
+            bindings.append(payload.webTail)
             return bindings
         }
 

@@ -51,6 +51,7 @@ package struct ChatStore: Sendable {
         name: String,
         code: String,
         platform: Platform = .apns,
+        subscription: WebSubscriptionRecord? = nil,
         ipAddress: String?,
         maxRoomSize: Int = 0
     ) async throws -> Bool {
@@ -61,7 +62,8 @@ package struct ChatStore: Sendable {
             code: code,
             platform: platform,
             ipAddress: ipAddress,
-            maxRoomSize: maxRoomSize
+            maxRoomSize: maxRoomSize,
+            subscription: subscription
         )
         // Not confirmed: a join is repeated by the app at each start (an upsert), and the extra round trip cost a quarter
         // of the join rate (docs/BENCHMARKS.md, 2026-11-25 night); a message is confirmed.
@@ -77,14 +79,26 @@ package struct ChatStore: Sendable {
 
     /// Stores a new token for the device, stamping `token_updated_at`; returns whether it was registered.
     @discardableResult
-    package func update(udid: String, token: String, platform: Platform = .apns) async throws -> Bool {
-        let rows = try await database.query(
+    package func update(
+        udid: String,
+        token: String,
+        platform: Platform = .apns,
+        subscription: WebSubscriptionRecord? = nil
+    ) async throws -> Bool {
+        var bindings = PostgresBindings(capacity: 6)
+        bindings.append(token)
+        bindings.append(platform.rawValue)
+        bindings.append(udid)
+        WebSubscriptionRecord.append(subscription, to: &bindings)
+        let sql = """
+            WITH updated AS (
+                UPDATE active_users SET device_token = $1, platform = $2, token_updated_at = now() WHERE udid = $3 RETURNING 1
+            ), subscription AS (
+            \(WebSubscriptionRecord.upsert(token: 1, first: 4, condition: "EXISTS (SELECT 1 FROM updated)"))
+            )
+            SELECT 1 FROM updated
             """
-            UPDATE active_users SET device_token = \(token), platform = \(platform.rawValue), token_updated_at = now()
-            WHERE udid = \(udid) RETURNING 1
-            """,
-            logger: logger
-        )
+        let rows = try await database.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
         return rows.count > 0
     }
 

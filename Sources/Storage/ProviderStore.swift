@@ -64,6 +64,9 @@ package struct ProviderStore: Sendable {
         /// The FCM message for Android recipients (without the token); nil: it cannot go to one, and a notification
         /// whose recipients include one is refused (``QueueResult/notForAndroid(_:)``).
         package var fcmPayload: String? = nil
+        /// The Declarative Web Push JSON for browsers (encrypted for each when sent); nil: it cannot go to one, and a
+        /// notification whose recipients include one is refused (``QueueResult/notForBrowsers(_:)``).
+        package var webPayload: String? = nil
         package var pushType: String
         package var priority: Int?
         /// Unix seconds; 0 means deliver once.
@@ -84,6 +87,7 @@ package struct ProviderStore: Sendable {
             target: Target,
             payload: String,
             fcmPayload: String? = nil,
+            webPayload: String? = nil,
             pushType: String,
             priority: Int?,
             expiration: Int64?,
@@ -100,6 +104,7 @@ package struct ProviderStore: Sendable {
             self.target = target
             self.payload = payload
             self.fcmPayload = fcmPayload
+            self.webPayload = webPayload
             self.pushType = pushType
             self.priority = priority
             self.expiration = expiration
@@ -124,6 +129,8 @@ package struct ProviderStore: Sendable {
         case duplicate
         /// This many recipients are Android devices and the notification has no FCM message: nothing written.
         case notForAndroid(Int)
+        /// This many recipients are browsers and the notification has no Web Push message: nothing written.
+        case notForBrowsers(Int)
     }
 
     /// A notification sent earlier with the same idempotency key.
@@ -221,21 +228,33 @@ package struct ProviderStore: Sendable {
         user: String?,
         clientInfo: String?,
         platform: Platform = .apns,
+        subscription: WebSubscriptionRecord? = nil,
         key: Key
     ) async throws -> (Device, created: Bool)? {
-        let rows: DatabaseRows
-        do {
-            rows = try await database.query(
-                """
+        var bindings = PostgresBindings(capacity: 9)
+        bindings.append(key.app)
+        bindings.append(token)
+        bindings.append(user)
+        bindings.append(clientInfo)
+        bindings.append(key.name)
+        bindings.append(platform.rawValue)
+        WebSubscriptionRecord.append(subscription, to: &bindings)
+        // A browser's subscription in the same statement: neither is stored without the other.
+        let sql = """
+            WITH registered AS (
                 INSERT INTO devices AS d (app, device_token, user_ref, client_info, registered_by, platform)
-                VALUES (\(key.app), \(token), \(user), \(clientInfo), \(key.name), \(platform.rawValue))
+                VALUES ($1, $2, $3, $4, $5, $6)
                 ON CONFLICT (app, device_token) DO UPDATE SET user_ref = EXCLUDED.user_ref, client_info = EXCLUDED.client_info,
                     registered_by = EXCLUDED.registered_by, platform = EXCLUDED.platform, updated_at = now()
-                RETURNING \(unescaped: Self.deviceColumns), (xmax = 0)
-                """,
-                logger: logger,
-                committed: true
+                RETURNING \(Self.deviceColumns), (xmax = 0) AS created
+            ), subscription AS (
+            \(WebSubscriptionRecord.upsert(token: 2, first: 7, condition: "EXISTS (SELECT 1 FROM registered)"))
             )
+            SELECT * FROM registered
+            """
+        let rows: DatabaseRows
+        do {
+            rows = try await database.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger, committed: true)
         } catch  where DatabaseError.sqlState(of: error) == "23505" {
             return nil
         }
@@ -319,9 +338,10 @@ package struct ProviderStore: Sendable {
     package func queue(_ notification: Notification, maxRecipients: Int?, backgroundAbove threshold: Int? = nil) async throws -> QueueResult
     {
         if let threshold, notification.target.mayBroadcast {
-            let (recipients, android) = try await count(notification)
+            let (recipients, android, browsers) = try await count(notification)
             if recipients > threshold {
                 if android > 0 && notification.fcmPayload == nil { return .notForAndroid(android) }
+                if browsers > 0 && notification.webPayload == nil { return .notForBrowsers(browsers) }
                 return try await accept(notification, recipients: recipients, maxRecipients: maxRecipients)
             }
         }
@@ -340,7 +360,8 @@ package struct ProviderStore: Sendable {
         let rows = try await database.query(
             """
             WITH candidates AS (
-                SELECT t AS device_token, CASE WHEN t ~ '^[0-9a-f]{64}$' THEN 'apns' ELSE 'fcm' END AS platform
+                SELECT t AS device_token,
+                       CASE WHEN t ~ '^[0-9a-f]{64}$' THEN 'apns' WHEN t ~ '^web_[A-Za-z0-9_-]{43}$' THEN 'web' ELSE 'fcm' END AS platform
                     FROM unnest(\(list)::text[]) AS t WHERE \(kind) = 'tokens'
                 UNION ALL SELECT device_token, platform FROM devices
                     WHERE \(kind) = 'users' AND app = \(app) AND user_ref = ANY(\(list)::text[])
@@ -356,10 +377,13 @@ package struct ProviderStore: Sendable {
                            AND EXISTS (SELECT 1 FROM devices d
                                        WHERE d.app = \(app) AND d.device_token = c.device_token AND d.last_badge = \(badge)))
             ), counted AS (
-                SELECT count(*) AS n, count(*) FILTER (WHERE platform = 'fcm') AS android FROM targets
+                SELECT count(*) AS n, count(*) FILTER (WHERE platform = 'fcm') AS android,
+                       count(*) FILTER (WHERE platform = 'web') AS browsers
+                FROM targets
             ), within AS (
                 SELECT (\(Int64(maxRecipients ?? -1)) < 0 OR n <= \(Int64(maxRecipients ?? -1)))
-                    AND (android = 0 OR \(notification.fcmPayload)::text IS NOT NULL) AS ok
+                    AND (android = 0 OR \(notification.fcmPayload)::text IS NOT NULL)
+                    AND (browsers = 0 OR \(notification.webPayload)::text IS NOT NULL) AS ok
                 FROM counted
             ), idem AS (
                 INSERT INTO idempotency_keys AS i (key_name, idempotency_key, notification_id, request_hash)
@@ -380,7 +404,8 @@ package struct ProviderStore: Sendable {
             ), queued AS (
                 INSERT INTO push_queue (app, platform, device_token, payload, priority, expiration, collapse_id, push_type, topic, notification_id)
                 SELECT \(app), platform, device_token,
-                       CASE WHEN platform = 'fcm' THEN \(notification.fcmPayload) ELSE \(notification.payload) END,
+                       CASE platform WHEN 'fcm' THEN \(notification.fcmPayload) WHEN 'web' THEN \(notification.webPayload)
+                                     ELSE \(notification.payload) END,
                        \(priority), \(expiration), \(notification.collapseID), \(notification.pushType), \(notification.topic), \(notification.id)
                 FROM targets WHERE (SELECT ok FROM go)
                 RETURNING 1
@@ -390,13 +415,14 @@ package struct ProviderStore: Sendable {
                 RETURNING 1
             )
             SELECT (SELECT ok FROM within), (SELECT ok FROM go), (SELECT n FROM counted), (SELECT count(*) FROM queued),
-                   (SELECT android FROM counted), (SELECT count(*) FROM badges)
+                   (SELECT android FROM counted), (SELECT browsers FROM counted)
             """,
             logger: logger,
             committed: true
         )
-        for (within, go, count, queued, android, _) in try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64).self) {
+        for (within, go, count, queued, android, browsers) in try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64).self) {
             if !within && android > 0 && notification.fcmPayload == nil { return .notForAndroid(Int(android)) }
+            if !within && browsers > 0 && notification.webPayload == nil { return .notForBrowsers(Int(browsers)) }
             if !within { return .tooManyRecipients(Int(count)) }
             if !go { return .duplicate }
             return .queued(recipients: Int(queued))

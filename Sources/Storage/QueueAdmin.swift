@@ -166,6 +166,27 @@ package struct QueueAdmin: Sendable {
         )
     }
 
+    /// Deletes browsers' subscriptions (`web_subscriptions`) that no device, chat user or waiting row names any more
+    /// (the feedback job deleted the device after a 404/410, or it was unregistered): the count. One registered again
+    /// within the last hour is kept, so a registration racing this never loses its subscription.
+    package func pruneWebSubscriptions() async throws -> Int {
+        try await repeatUntilShort(
+            """
+            WITH doomed AS (
+                SELECT s.device_token FROM web_subscriptions s
+                WHERE s.updated_at < now() - interval '1 hour'
+                  AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.device_token = s.device_token)
+                  AND NOT EXISTS (SELECT 1 FROM active_users u WHERE u.device_token = s.device_token)
+                  AND NOT EXISTS (SELECT 1 FROM push_queue q WHERE q.device_token = s.device_token)
+                LIMIT \(Self.pruneBatch)
+            ), deleted AS (
+                DELETE FROM web_subscriptions s USING doomed d WHERE s.device_token = d.device_token RETURNING 1
+            )
+            SELECT count(*) FROM deleted
+            """
+        )
+    }
+
     /// Runs `statement` (one batch of at most ``pruneBatch`` rows, answering how many it changed) until a batch is
     /// short; the total.
     private func repeatUntilShort(_ statement: PostgresQuery) async throws -> Int {

@@ -102,6 +102,28 @@ package struct WebPushSubscription: Sendable, Equatable {
         return "https://" + name.lowercased() + (port == 443 ? "" : ":\(port)")
     }
 
+    /// The device's token: `web_` and the base64url SHA-256 of the endpoint (47 characters). What `devices`,
+    /// `active_users` and `push_queue` hold for a browser, what DELETE and a `tokens` target take; the same endpoint
+    /// subscribed again with new keys keeps its token.
+    package var token: String { Self.token(endpoint: endpoint.absoluteString) }
+
+    /// The token for an endpoint URL as stored.
+    package static func token(endpoint: String) -> String {
+        tokenPrefix + Base64URL.encode(Array(SHA256.hash(data: Array(endpoint.utf8))))
+    }
+
+    /// What every web token starts with.
+    package static let tokenPrefix = "web_"
+
+    /// Whether `text` has a web token's shape (`web_` and 43 base64url characters).
+    package static func isToken(_ text: String) -> Bool {
+        let utf8 = text.utf8
+        guard utf8.count == 47, text.hasPrefix(tokenPrefix) else { return false }
+        return utf8.dropFirst(4).allSatisfy { byte in
+            (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
+        }
+    }
+
     /// `keys.p256dh` as browsers write it (base64url without padding).
     package var p256dh: String { Base64URL.encode(Array(userAgentKey.x963Representation)) }
 

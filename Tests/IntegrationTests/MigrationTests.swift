@@ -31,7 +31,7 @@ import Testing
             )
             #expect(
                 tables
-                    == "active_users,api_keys,apps,devices,idempotency_keys,invalid_tokens,messages,notifications,push_deliveries,push_history,push_queue,schema_migrations,webhook_completions,webhook_outbox,webhooks"
+                    == "active_users,api_keys,apps,devices,idempotency_keys,invalid_tokens,messages,notifications,push_deliveries,push_history,push_queue,schema_migrations,web_subscriptions,webhook_completions,webhook_outbox,webhooks"
             )
             let uncommented = try await TestDatabase.scalar(
                 url,

@@ -48,6 +48,24 @@ import Testing
                     SELECT id, '[{"id":"' || e || '"}]', 1, now() - CASE e WHEN 'old' THEN interval '4 days' ELSE interval '2 days' END
                     FROM webhooks, (VALUES ('old'), ('new')) v(e)
                     """,
+                    // Browsers' subscriptions: A named by nothing for two hours (deleted), B named by nothing but
+                    // registered just now, C by a chat user, D by a device, E by a row waiting to be sent (kept).
+                    """
+                    INSERT INTO web_subscriptions (device_token, endpoint, p256dh, auth, updated_at)
+                    SELECT 'web_' || repeat(l, 43), 'https://push.example/' || l, repeat('P', 87), repeat('a', 22),
+                           now() - CASE l WHEN 'B' THEN interval '1 minute' ELSE interval '2 hours' END
+                    FROM (VALUES ('A'), ('B'), ('C'), ('D'), ('E')) v(l)
+                    """,
+                    """
+                    INSERT INTO active_users (udid, device_token, nickname, secret_code, platform)
+                    VALUES (repeat('4', 40), 'web_' || repeat('C', 43), 'browser', 'r', 'web')
+                    """,
+                    """
+                    INSERT INTO devices (app, device_token, registered_by, platform) VALUES ('default', 'web_' || repeat('D', 43), 'k', 'web')
+                    """,
+                    """
+                    INSERT INTO push_queue (platform, device_token, payload) VALUES ('web', 'web_' || repeat('E', 43), '{}')
+                    """,
                 ] {
                     try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
                 }
@@ -68,7 +86,19 @@ import Testing
                 """,
                 as: String.self
             )
-            #expect(left == "new|2,3|t2,t3")
+            #expect(left == "new|2,3,4|t2,t3")
+            #expect(
+                result.standardOutput.contains("1 browser subscriptions no device or chat user names deleted"),
+                "\(result.standardOutput)"
+            )
+            #expect(
+                try await TestDatabase.scalar(
+                    url,
+                    "SELECT string_agg(left(endpoint, 22), ',' ORDER BY endpoint) FROM web_subscriptions",
+                    as: String.self
+                )
+                    == "https://push.example/B,https://push.example/C,https://push.example/D,https://push.example/E"
+            )
             #expect(result.standardOutput.contains("1 webhook POSTs past the retry window (3d) deleted"), "\(result.standardOutput)")
             #expect(
                 try await TestDatabase.scalar(url, "SELECT string_agg(events, ',') FROM webhook_outbox", as: String.self)

@@ -9,6 +9,7 @@ import NIOCore
 import Settings
 import Storage
 import Support
+import WebPush
 
 /// The provider API (`/v1`): other backend code registers devices and sends notifications with `Authorization:
 /// Bearer KEY`. Every answer is JSON; every refusal is ``ProviderError``'s `{"reason", "field"}`.
@@ -40,6 +41,8 @@ struct ProviderController: Sendable {
     /// The VAPID public key (`webpush_vapid_key_file`'s, base64url of the uncompressed point): the
     /// `applicationServerKey` a page subscribes with; nil when Web Push is not configured.
     var vapidPublicKey: String? = nil
+    /// `webpush_private_hosts`: endpoints a browser's subscription may name inside the network.
+    var webPushPrivateHosts: Set<String> = []
 
     func addRoutes(to router: Router<APIRequestContext>) {
         // Every answer counted by endpoint and status; each route behind its key's authentication, scope and limit.
@@ -150,12 +153,21 @@ struct ProviderController: Sendable {
 
     func register(_ request: Request, key: ProviderStore.Key) async throws -> Response {
         let registration = try DeviceRegistration(body: try await body(request))
-        let registered = try await database { store in
+        var record: WebSubscriptionRecord?
+        if let subscription = registration.subscription {
+            do {
+                record = try await WebSubscriptionRecord(checking: subscription, privateHosts: webPushPrivateHosts)
+            } catch {
+                throw ProviderError.invalid("subscription.endpoint", error.reason)
+            }
+        }
+        let registered = try await database { [record] store in
             try await store.register(
                 token: registration.token,
                 user: registration.user,
                 clientInfo: registration.clientInfo,
                 platform: registration.platform,
+                subscription: record,
                 key: key
             )
         }
@@ -216,6 +228,7 @@ struct ProviderController: Sendable {
             target: checked.target,
             payload: checked.payload.json,
             fcmPayload: checked.android.payload,
+            webPayload: checked.web.payload,
             pushType: checked.pushType.rawValue,
             priority: checked.priority?.rawValue,
             expiration: checked.expiration,
@@ -261,6 +274,12 @@ struct ProviderController: Sendable {
             throw ProviderError.invalid(
                 refusal?.field,
                 "\(refusal?.reason ?? "no message for Android devices") (\(devices) recipients are Android devices)"
+            )
+        case .notForBrowsers(let browsers):
+            let refusal = checked.web.refusal
+            throw ProviderError.invalid(
+                refusal?.field,
+                "\(refusal?.reason ?? "no message for browsers") (\(browsers) recipients are browsers)"
             )
         case .duplicate:
             if let idempotencyKey, let answer = try await replay(key: key, idempotencyKey: idempotencyKey, requestHash: requestHash) {

@@ -5,6 +5,7 @@ import HTTPTypes
 package import Settings
 package import Storage
 import Support
+package import WebPush
 
 /// `POST /v1/notifications`, checked: who gets it, the payload and the HTTP/2 options.
 package struct NotificationRequest: Sendable, Equatable {
@@ -29,10 +30,12 @@ package struct NotificationRequest: Sendable, Equatable {
     package let onlyIfBadgeChanged: Bool
     /// What Android devices among the recipients get.
     package let android: AndroidMessage
+    /// What browsers among the recipients get.
+    package let web: BrowserMessage
 
     static let keys: Set<String> = [
         "to", "aps", "data", "push_type", "priority", "expiration", "collapse_id", "topic", "only_if_badge_changed", "notification",
-        "android",
+        "android", "web",
     ]
 
     /// Checks a request body; `transport` decides the payload limit (the daemon's interface), `now` what an
@@ -47,6 +50,7 @@ package struct NotificationRequest: Sendable, Equatable {
         target = try Self.target(to)
         let notification = try AndroidMessage.checkNotification(json["notification"])
         let androidOptions = try AndroidMessage.checkAndroid(json["android"])
+        let navigate = try BrowserMessage.checkWeb(json["web"])
         // The cross-platform notification is the iPhone's alert too, unless aps gives one.
         var aps = json["aps"] ?? (notification == nil ? nil : .object([]))
         if let notification, var members = aps?.members, !members.contains(where: { $0.key == "alert" }) {
@@ -113,6 +117,7 @@ package struct NotificationRequest: Sendable, Equatable {
             collapseID: collapseID,
             now: now
         )
+        web = BrowserMessage(notification: notification, aps: aps, data: json["data"], navigate: navigate, collapseID: collapseID)
         let limit = NotificationPayload.maximumBytes(transport: transport, pushType: pushType)
         let size = payload.json.utf8.count
         guard size <= limit else {
@@ -203,31 +208,51 @@ package struct DeviceRegistration: Sendable, Equatable {
     package let token: String
     package let user: String?
     package let clientInfo: String?
-    /// `apns` (the default) or `fcm`.
+    /// `apns` (the default), `fcm` or `web`.
     package let platform: Platform
+    /// A browser's subscription (`platform` web; its token is derived from the endpoint). Its endpoint's addresses
+    /// are not checked here (that resolves the host): the controller does before anything is written.
+    package let subscription: WebPushSubscription?
 
-    package init(token: String, user: String?, clientInfo: String?, platform: Platform = .apns) {
+    package init(token: String, user: String?, clientInfo: String?, platform: Platform = .apns, subscription: WebPushSubscription? = nil) {
         self.token = token
         self.user = user
         self.clientInfo = clientInfo
         self.platform = platform
+        self.subscription = subscription
     }
 
     package init(body: [UInt8]) throws(ProviderError) {
         let json = try ProviderJSON.object(body)
         guard let members = json.members else { throw .invalid(nil, "the body must be a JSON object") }
-        for member in members where !["token", "user", "client_info", "platform"].contains(member.key) {
+        for member in members where !["token", "user", "client_info", "platform", "subscription"].contains(member.key) {
             throw .invalid(member.key, "unknown field \(JSONText.quoted(member.key))")
         }
-        guard let token = json["token"] else { throw .invalid("token", "token is required") }
         let platform = try json["platform"].map { value throws(ProviderError) in
             guard let platform = value.stringValue.flatMap(Platform.init(rawValue:)) else {
-                throw .invalid("platform", "platform must be apns (an iPhone, the default) or fcm (an Android phone)")
+                throw .invalid("platform", "platform must be apns (an iPhone, the default), fcm (an Android phone) or web (a browser)")
             }
             return platform
         }
         self.platform = platform ?? .apns
-        self.token = try ProviderJSON.token(token, "token", platform: self.platform)
+        if self.platform == .web {
+            guard json["token"] == nil else {
+                throw .invalid("token", "a browser is registered by its subscription; its token is derived from the endpoint")
+            }
+            guard let value = json["subscription"] else {
+                throw .invalid("subscription", "subscription is required for a browser: what PushSubscription.toJSON() gives")
+            }
+            let subscription = try ProviderJSON.subscription(value, "subscription")
+            self.subscription = subscription
+            self.token = subscription.token
+        } else {
+            guard json["subscription"] == nil else {
+                throw .invalid("subscription", "subscription is for a browser (platform web)")
+            }
+            guard let token = json["token"] else { throw .invalid("token", "token is required") }
+            self.subscription = nil
+            self.token = try ProviderJSON.token(token, "token", platform: self.platform)
+        }
         self.user = try json["user"].flatMap { value throws(ProviderError) in
             value == .null ? nil : try ProviderJSON.user(value, "user")
         }
@@ -255,12 +280,29 @@ enum ProviderJSON {
     /// A device token of `platform`; without one (a `to.tokens` list), either shape: 64 hex digits are an APNs token.
     static func token(_ value: JSON, _ field: String, platform: Platform? = nil) throws(ProviderError) -> String {
         guard let text = value.stringValue else { throw .invalid(field, "a device token is a string") }
-        if platform != .fcm, text.utf8.count == 64, text.utf8.allSatisfy({ Hex.value($0) != nil }) { return text.lowercased() }
-        if platform != .apns, FCMMessage.isToken(text) { return text }
+        if platform == nil || platform == .apns, text.utf8.count == 64, text.utf8.allSatisfy({ Hex.value($0) != nil }) {
+            return text.lowercased()
+        }
+        if platform == nil || platform == .fcm, FCMMessage.isToken(text) { return text }
+        if platform == nil || platform == .web, WebPushSubscription.isToken(text) { return text }
         switch platform {
         case .apns: throw .invalid(field, "a device token is 64 hex digits")
         case .fcm: throw .invalid(field, "an FCM registration token is 100 to 4,096 letters, digits, '-', '_', ':' or '.'")
-        case nil: throw .invalid(field, "a device token is 64 hex digits (APNs) or an FCM registration token")
+        case .web: throw .invalid(field, "a browser's token is web_ and 43 base64url characters, as its registration answered")
+        case nil:
+            throw .invalid(field, "a device token is 64 hex digits (APNs), an FCM registration token or a browser's web_ token")
+        }
+    }
+
+    /// A browser's subscription, as `PushSubscription.toJSON()` gives it (its endpoint's addresses checked later).
+    static func subscription(_ value: JSON, _ field: String) throws(ProviderError) -> WebPushSubscription {
+        guard value.members != nil else {
+            throw .invalid(field, "\(field) is an object: {\"endpoint\", \"keys\": {\"p256dh\", \"auth\"}}")
+        }
+        do {
+            return try WebPushSubscription(json: Array(value.serialized.utf8))
+        } catch {
+            throw .invalid(field, error.reason)
         }
     }
 
