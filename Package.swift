@@ -132,7 +132,8 @@ let package = Package(
             name: "Push",
             dependencies: [
                 "Support", "Settings", "Observability", "HTTPServing", "APNs", "APNsTransport", "HTTP2Client", "Storage", "FCM",
-                "Webhooks", hummingbird, postgres, serviceLifecycle, logging, metrics, coreMetrics, nioCore, nioPosix, nioSSL, nioHTTP2,
+                "Webhooks", "WebPush", hummingbird, postgres, serviceLifecycle, logging, metrics, coreMetrics, nioCore, nioPosix, nioSSL,
+                nioHTTP2,
                 nioHPACK,
                 nioConcurrencyHelpers, nioHTTP1, asyncHTTPClient,
             ],

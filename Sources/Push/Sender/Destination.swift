@@ -34,10 +34,16 @@ protocol Destination: Sendable {
     /// Whether a lane's connections beyond the first open only while the open ones are saturated (false: all of them
     /// from the start, as over the binary interface, whose rate per connection is its window over `push_settle`).
     var opensConnectionsOnDemand: Bool { get }
+
+    /// Where its connections' rows come from, given the lane's: the same, or with what encoding them needs loaded
+    /// beside each claim (a browser's subscription).
+    func rows(_ rows: any RowSource) -> any RowSource
 }
 
 extension Destination {
     var opensConnectionsOnDemand: Bool { true }
+
+    func rows(_ rows: any RowSource) -> any RowSource { rows }
 }
 
 /// What ``Destination/encode(_:now:)`` made of a row.

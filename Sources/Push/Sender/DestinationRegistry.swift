@@ -28,6 +28,7 @@ enum DestinationRegistry {
     static let loaders: [@Sendable (Configuration) throws -> (any DestinationSource)?] = [
         { try PushTransport.load($0) },  // APNs: the binary interface or HTTP/2, always
         { try FCMTransport.load($0) },  // FCM, with `fcm_service_account_file`
+        { try WebPushTransport.load($0) },  // browsers, with `webpush_vapid_key_file`
     ]
 
     /// The senders `configuration` sets up, in the registry's order; a file that cannot be used throws (the daemon
@@ -80,7 +81,8 @@ enum SenderLanes {
         await source.withDestination(context: context, logger: logger) { [logger] destination in
             await withTaskGroup(of: Void.self) { group in
                 for lane in lanes {
-                    group.addTask { await run(destination, lane: lane, context: context.forTraffic(lane.traffic), logger: logger) }
+                    let context = context.with(rows: destination.rows(context.rows)).forTraffic(lane.traffic)
+                    group.addTask { await run(destination, lane: lane, context: context, logger: logger) }
                 }
             }
         }

@@ -25,6 +25,14 @@ protocol RowSource: Sendable {
 
     /// The same source for `traffic`'s rows only.
     func forTraffic(_ traffic: PushQueue.Traffic) -> Self
+
+    /// The browsers' subscriptions of `tokens` (web rows' device tokens); absent ones are left out.
+    func webSubscriptions(_ tokens: [String]) async throws -> [WebSubscriptionRecord]
+}
+
+extension RowSource {
+    /// A source without browsers' subscriptions (a queue in memory): none.
+    func webSubscriptions(_ tokens: [String]) async throws -> [WebSubscriptionRecord] { [] }
 }
 
 extension PushQueue: RowSource {}

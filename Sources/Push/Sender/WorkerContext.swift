@@ -31,6 +31,9 @@ struct WorkerContext: Sendable {
         with(rows: rows.forTraffic(traffic), shutdown: shutdown)
     }
 
+    /// The same context over `rows`.
+    func with(rows: any RowSource) -> WorkerContext { with(rows: rows, shutdown: shutdown) }
+
     private func with(rows: any RowSource, shutdown: ShutdownFlag) -> WorkerContext {
         WorkerContext(
             settings: settings,

@@ -1,0 +1,186 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import Observability
+@testable import Push
+@testable import Settings
+@testable import Simulator
+@testable import Storage
+@testable import Support
+@testable import WebPush
+
+/// The Web Push sender against the simulator's push service: real HTTP/2 and TLS on loopback, rows and subscriptions
+/// from PostgreSQL, messages the simulator's browsers decrypt with their own keys and VAPID tokens it verifies; each
+/// of a push service's answers handled as the issue says, checked in the database and at the simulator.
+@Suite(.serialized) struct WebPushDeliveryTests {
+    /// A simulator with its push service, a VAPID key file, and the daemon's configuration sending to browsers (the
+    /// simulator's loopback origin listed as a private host, its CA trusted).
+    static func run(
+        _ options: SimulatorConfiguration.WebPushOptions = .init(),
+        _ body: @Sendable (PushHarness, _ configuration: Configuration, _ key: VAPIDKey) async throws -> Void
+    ) async throws {
+        let key = VAPIDKey.generate()
+        let file = NSTemporaryDirectory() + "pushchat-vapid-\(UUID().uuidString).pem"
+        try key.pem.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        var simulator = SimulatorTests.configuration()
+        simulator.webPushPort = 0
+        simulator.webPush = options
+        try await PushHarness.run(simulator: simulator) { harness in
+            var configuration = harness.configuration()
+            configuration.webPush.vapidKeyFile = file
+            configuration.webPush.subject = "mailto:ops@example.com"
+            configuration.webPush.caFile = TestCertificates.path("ca.pem")
+            configuration.webPush.privateHosts = ["127.0.0.1:\(try #require(harness.ports.webPush))"]
+            configuration.push.requestTimeout = .seconds(2)
+            try await body(harness, configuration, key)
+        }
+    }
+
+    static func withDaemon(_ harness: PushHarness, _ configuration: Configuration, _ body: @Sendable () async throws -> Void) async throws {
+        let services = try PushService.services(
+            configuration: configuration,
+            logger: TestDatabase.logger,
+            instance: "test-webpush-daemon",
+            metrics: MetricsRegistry()
+        )
+        try await harness.withServices(services, body)
+    }
+
+    /// A browser of the simulator subscribed with `key` (nil: with the key the daemon signs with), stored as the API
+    /// stores it; its token, and the id the simulator knows it by.
+    static func subscribe(_ harness: PushHarness, _ key: VAPIDKey) async throws -> (token: String, id: String) {
+        let json = harness.simulator.state.webPush.subscribe(app: "default", applicationServerKey: key.publicKey)
+        let subscription = try WebPushSubscription(json: Array(json.utf8))
+        try await store(harness, token: subscription.token, endpoint: subscription.endpoint.absoluteString, subscription: subscription)
+        return (subscription.token, String(subscription.endpoint.path.split(separator: "/").last ?? ""))
+    }
+
+    static func store(_ harness: PushHarness, token: String, endpoint: String, subscription: WebPushSubscription) async throws {
+        try await TestDatabase.withConnection(harness.url) { connection in
+            try await connection.query(
+                """
+                INSERT INTO web_subscriptions (device_token, endpoint, p256dh, auth)
+                VALUES (\(token), \(endpoint), \(subscription.p256dh), \(subscription.auth))
+                """,
+                logger: TestDatabase.logger
+            )
+        }
+    }
+
+    /// Queues a web row for each token with a Declarative Web Push message naming it.
+    static func queue(_ harness: PushHarness, _ tokens: [String], priority: Int? = nil, collapseID: String? = nil) async throws {
+        try await TestDatabase.withConnection(harness.url) { connection in
+            try await connection.query(
+                """
+                INSERT INTO push_queue (platform, device_token, payload, priority, collapse_id)
+                SELECT 'web', t, '{"web_push":8030,"notification":{"title":"Ann","body":"hi ' || t || '","navigate":"/"}}',
+                       \(priority.map(Int16.init)), \(collapseID)
+                FROM unnest(\(tokens)::text[]) t
+                """,
+                logger: TestDatabase.logger
+            )
+        }
+    }
+
+    @Test func browsersGetTheirMessagesEncryptedSignedAndOnceBesideTheIPhones() async throws {
+        try await Self.run { harness, configuration, key in
+            var browsers: [(token: String, id: String)] = []
+            for _ in 0..<30 { browsers.append(try await Self.subscribe(harness, key)) }
+            try await Self.queue(harness, browsers.map(\.token), priority: 10, collapseID: "room-1")
+            try await harness.queue(10, from: 1)
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntilAllSent(40)
+            }
+            let web = harness.simulator.state.accepted.filter { $0.format == "web" }
+            #expect(web.count == 30 && Set(web.map(\.token)) == Set(browsers.map(\.id)), "each browser once")
+            for browser in browsers {
+                let got = try #require(web.first { $0.token == browser.id })
+                // The simulator's browser decrypted it with its own keys: the queued JSON, byte for byte.
+                #expect(got.payload == #"{"web_push":8030,"notification":{"title":"Ann","body":"hi \#(browser.token)","navigate":"/"}}"#)
+                #expect(got.priority == 10 && got.collapseID == "room-1", "Urgency high, Topic the collapse id")
+            }
+            #expect(harness.simulator.state.accepted.count == 40, "and each iPhone row once, at APNs")
+            #expect(try await harness.count("platform = 'web' AND time_sent IS NOT NULL") == 30)
+        }
+    }
+
+    @Test func eachAnswerOfAPushServiceIsRecordedAsItMeans() async throws {
+        try await Self.run { harness, configuration, key in
+            let good = try await Self.subscribe(harness, key)
+            let unsubscribed = try await Self.subscribe(harness, key)
+            #expect(harness.simulator.state.webPush.unsubscribe(unsubscribed.id))
+            // Subscribed with another application server key: 403 from the push service.
+            let otherKey = try await Self.subscribe(harness, VAPIDKey.generate())
+            // A subscription pruned since its row was queued.
+            let gone = WebPushSubscription.token(endpoint: "https://push.example/gone")
+            // A subscription whose endpoint points inside the network and is not listed (written around the API).
+            let port = try #require(harness.ports.webPush)
+            let insideEndpoint = "https://127.0.0.2:\(port)/push/x"
+            let inside = WebPushSubscription.token(endpoint: insideEndpoint)
+            let keys = try WebPushSubscription(
+                json: Array(harness.simulator.state.webPush.subscribe(app: "default", applicationServerKey: nil).utf8)
+            )
+            try await Self.store(harness, token: inside, endpoint: insideEndpoint, subscription: keys)
+            try await Self.queue(harness, [good.token, unsubscribed.token, otherKey.token, gone, inside])
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntil("every row has a result") {
+                    try await harness.count("time_sent IS NOT NULL OR time_failed IS NOT NULL") == 5
+                }
+            }
+            let results = try await TestDatabase.scalar(
+                harness.url,
+                """
+                SELECT string_agg(concat_ws(' ', CASE device_token WHEN \(good.token) THEN 'good' WHEN \(unsubscribed.token) THEN 'unsubscribed'
+                    WHEN \(otherKey.token) THEN 'other-key' WHEN \(gone) THEN 'gone' ELSE 'inside' END,
+                    CASE WHEN time_sent IS NOT NULL THEN 'sent' ELSE 'failed' END, last_status), ', ' ORDER BY message_id)
+                FROM push_deliveries
+                """,
+                as: String.self
+            )
+            #expect(results == "good sent, unsubscribed failed 410, other-key failed 403, gone failed invalid, inside failed invalid")
+            let reasons = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT string_agg(coalesce(last_error, '-'), ' | ' ORDER BY message_id) FROM push_deliveries WHERE time_failed IS NOT NULL",
+                as: String.self
+            )
+            #expect(
+                reasons.contains("VAPID refused") && reasons.contains("subscription is gone") && reasons.contains("inside the network"),
+                "\(reasons)"
+            )
+            // Only the 410 is the feedback job's to prune: a refused key is never a reason to delete a browser.
+            let reported = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT coalesce(string_agg(concat_ws(' ', device_token, source), ','), '-') FROM invalid_tokens",
+                as: String.self
+            )
+            #expect(reported == "\(unsubscribed.token) webpush 410")
+        }
+    }
+
+    @Test func aPushServiceThatAsksToWaitIsTriedAgainLaterAndOneThatRefusesTheSizeFails() async throws {
+        var busy = SimulatorConfiguration.WebPushOptions()
+        busy.answer = 429
+        try await Self.run(busy) { harness, configuration, key in
+            let browser = try await Self.subscribe(harness, key)
+            try await Self.queue(harness, [browser.token])
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntil("the row waits to be tried again") {
+                    try await harness.count("last_status = '429' AND status = 'retrying'") == 1
+                }
+            }
+            #expect(try await harness.count("time_sent IS NOT NULL OR time_failed IS NOT NULL") == 0)
+        }
+        var small = SimulatorConfiguration.WebPushOptions()
+        small.answer = 413
+        try await Self.run(small) { harness, configuration, key in
+            let browser = try await Self.subscribe(harness, key)
+            try await Self.queue(harness, [browser.token])
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntil("the row failed") { try await harness.count("time_failed IS NOT NULL") == 1 }
+            }
+            #expect(try await harness.count("last_status = '413' AND last_error LIKE 'unencodable%'") == 1)
+        }
+    }
+}
