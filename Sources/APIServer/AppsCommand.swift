@@ -43,6 +43,16 @@ struct AppsCommand: AsyncParsableCommand {
             help: "Android: the absolute path of the app's Firebase service-account JSON file (the push daemon reads it)."
         )
         var fcmServiceAccount: String?
+        @Option(
+            name: .customLong("vapid-key-file"),
+            help: "Browsers: the absolute path of the app's VAPID key (PEM, P-256; pushchat-api webpush generate-key writes one)."
+        )
+        var vapidKeyFile: String?
+        @Option(
+            name: .customLong("vapid-subject"),
+            help: "Browsers: the app's VAPID subject, mailto:ADDRESS or an https: URL (default: webpush_subject)."
+        )
+        var vapidSubject: String?
 
         /// The settings, or the reason they cannot work.
         func settings() throws -> App.Settings {
@@ -72,7 +82,9 @@ struct AppsCommand: AsyncParsableCommand {
                 environment: environment,
                 transport: transport,
                 credentials: credentials,
-                fcmServiceAccountFile: fcmServiceAccount
+                fcmServiceAccountFile: fcmServiceAccount,
+                webPushVAPIDKeyFile: vapidKeyFile,
+                webPushSubject: vapidSubject
             )
             if let problem = settings.problem { throw ValidationError(problem) }
             return settings
@@ -82,7 +94,7 @@ struct AppsCommand: AsyncParsableCommand {
 
         /// Files the operator named that this process cannot see: said, not refused (the push daemon reads them as
         /// its own user; it alarms if it cannot).
-        func missingFiles() -> [String] { AppsCommand.missing([keyFile, certificate, passphraseFile, fcmServiceAccount]) }
+        func missingFiles() -> [String] { AppsCommand.missing([keyFile, certificate, passphraseFile, fcmServiceAccount, vapidKeyFile]) }
     }
 
     struct Add: AsyncParsableCommand {
@@ -137,10 +149,19 @@ struct AppsCommand: AsyncParsableCommand {
         var fcmServiceAccount: String?
         @Flag(name: .customLong("no-fcm-service-account"), help: "Android: remove the app's Firebase service account.")
         var noFCMServiceAccount = false
+        @Option(name: .customLong("vapid-key-file"), help: "Browsers: the app's VAPID key file (absolute path).")
+        var vapidKeyFile: String?
+        @Option(name: .customLong("vapid-subject"), help: "Browsers: the app's VAPID subject (mailto: or https:).")
+        var vapidSubject: String?
+        @Flag(name: .customLong("no-vapid-key-file"), help: "Browsers: remove the app's VAPID key and subject.")
+        var noVAPIDKeyFile = false
 
         func validate() throws {
-            let given: [Any?] = [bundleID, environment, transport, keyFile, keyID, teamID, certificate, passphraseFile, fcmServiceAccount]
-            guard given.contains(where: { $0 != nil }) || noFCMServiceAccount else {
+            let given: [Any?] = [
+                bundleID, environment, transport, keyFile, keyID, teamID, certificate, passphraseFile, fcmServiceAccount, vapidKeyFile,
+                vapidSubject,
+            ]
+            guard given.contains(where: { $0 != nil }) || noFCMServiceAccount || noVAPIDKeyFile else {
                 throw ValidationError("give the settings to change (--bundle-id, --environment, --key-file, --certificate, …)")
             }
             if keyFile != nil && certificate != nil {
@@ -148,6 +169,9 @@ struct AppsCommand: AsyncParsableCommand {
             }
             if fcmServiceAccount != nil && noFCMServiceAccount {
                 throw ValidationError("--fcm-service-account and --no-fcm-service-account contradict each other")
+            }
+            if (vapidKeyFile != nil || vapidSubject != nil) && noVAPIDKeyFile {
+                throw ValidationError("--vapid-key-file and --vapid-subject contradict --no-vapid-key-file")
             }
         }
 
@@ -198,11 +222,14 @@ struct AppsCommand: AsyncParsableCommand {
             }
             if let fcmServiceAccount { settings.fcmServiceAccountFile = fcmServiceAccount }
             if noFCMServiceAccount { settings.fcmServiceAccountFile = nil }
+            if let vapidKeyFile { settings.webPushVAPIDKeyFile = vapidKeyFile }
+            if let vapidSubject { settings.webPushSubject = vapidSubject }
+            if noVAPIDKeyFile { (settings.webPushVAPIDKeyFile, settings.webPushSubject) = (nil, nil) }
             if let problem = settings.problem { throw ValidationError(problem) }
             return settings
         }
 
-        func missingFiles() -> [String] { AppsCommand.missing([keyFile, certificate, passphraseFile, fcmServiceAccount]) }
+        func missingFiles() -> [String] { AppsCommand.missing([keyFile, certificate, passphraseFile, fcmServiceAccount, vapidKeyFile]) }
     }
 
     struct Update: AsyncParsableCommand {
@@ -260,7 +287,9 @@ struct AppsCommand: AsyncParsableCommand {
                         case .token(let file, let key, let team): "key \(key) team \(team) \(file)"
                         case .certificate(let path, _): "certificate \(path)"
                         }
-                    let android = settings.fcmServiceAccountFile.map { ", FCM \($0)" } ?? ""
+                    let android =
+                        (settings.fcmServiceAccountFile.map { ", FCM \($0)" } ?? "")
+                        + (settings.webPushVAPIDKeyFile.map { ", Web Push \($0)" } ?? "")
                     print(
                         "\(app.name)\t\(settings.bundleID)\t\(settings.environment.rawValue)\t\(settings.transport.rawValue)\t\(credentials)\(android)\t\(state)"
                     )
@@ -356,6 +385,8 @@ struct AppsCommand: AsyncParsableCommand {
             case .certificate: "a client certificate"
             }
         let android = settings.fcmServiceAccountFile == nil ? "" : ", and Android devices over FCM"
-        return "\(settings.bundleID) in \(settings.environment.rawValue) over \(settings.transport.rawValue) with \(credentials)\(android)"
+        let browsers = settings.webPushVAPIDKeyFile == nil ? "" : ", and browsers over Web Push"
+        return
+            "\(settings.bundleID) in \(settings.environment.rawValue) over \(settings.transport.rawValue) with \(credentials)\(android)\(browsers)"
     }
 }

@@ -94,11 +94,13 @@ struct AppSenders: Sendable {
     }
 
     /// The configuration an app's senders load from: its APNs settings in place of the default app's
-    /// (`APNsSettings.forApp`), and its own FCM service account or none (never the default app's).
+    /// (`APNsSettings.forApp`), and its own FCM service account and VAPID key or none (never the default app's).
     func forApp(_ settings: App.Settings) throws -> Configuration {
         var appConfiguration = configuration
         appConfiguration.apns = try configuration.apns.forApp(settings)
         appConfiguration.fcm.serviceAccountFile = settings.fcmServiceAccountFile
+        appConfiguration.webPush.vapidKeyFile = settings.webPushVAPIDKeyFile
+        appConfiguration.webPush.subject = settings.webPushSubject ?? configuration.webPush.subject
         return appConfiguration
     }
 }

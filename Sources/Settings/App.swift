@@ -26,19 +26,27 @@ package struct App: Sendable, Equatable {
         package var credentials: Credentials
         /// The Firebase service-account file for the app's Android devices (nil: none; their rows wait).
         package var fcmServiceAccountFile: String?
+        /// The VAPID key file for the app's browsers (nil: none; their rows wait).
+        package var webPushVAPIDKeyFile: String?
+        /// The app's VAPID subject (nil: `webpush_subject`).
+        package var webPushSubject: String?
 
         package init(
             bundleID: String,
             environment: Environment,
             transport: APNsTransport,
             credentials: Credentials,
-            fcmServiceAccountFile: String? = nil
+            fcmServiceAccountFile: String? = nil,
+            webPushVAPIDKeyFile: String? = nil,
+            webPushSubject: String? = nil
         ) {
             self.bundleID = bundleID
             self.environment = environment
             self.transport = transport
             self.credentials = credentials
             self.fcmServiceAccountFile = fcmServiceAccountFile
+            self.webPushVAPIDKeyFile = webPushVAPIDKeyFile
+            self.webPushSubject = webPushSubject
         }
     }
 
@@ -116,6 +124,15 @@ extension App.Settings {
         }
         if let file = fcmServiceAccountFile, !file.hasPrefix("/") {
             return "--fcm-service-account must be an absolute path (the push daemon reads it), got '\(file)'"
+        }
+        if let file = webPushVAPIDKeyFile, !file.hasPrefix("/") {
+            return "--vapid-key-file must be an absolute path (the push daemon reads it), got '\(file)'"
+        }
+        if let subject = webPushSubject {
+            let lower = subject.lowercased()
+            guard (lower.hasPrefix("mailto:") && subject.contains("@")) || (lower.hasPrefix("https://") && subject.count > 8) else {
+                return "--vapid-subject must be mailto:ADDRESS or an https: URL, got '\(subject)'"
+            }
         }
         return nil
     }

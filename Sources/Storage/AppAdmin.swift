@@ -15,7 +15,7 @@ package struct AppAdmin: Sendable {
     }
 
     static let columns =
-        "name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file, created_at, updated_at, disabled_at, fcm_service_account_file"
+        "name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file, created_at, updated_at, disabled_at, fcm_service_account_file, webpush_vapid_key_file, webpush_subject"
 
     /// Adds an app; false when one of that name exists.
     package func add(name: String, settings: App.Settings) async throws -> Bool {
@@ -23,9 +23,10 @@ package struct AppAdmin: Sendable {
         let rows = try await connection.query(
             """
             INSERT INTO apps (name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file,
-                              fcm_service_account_file)
+                              fcm_service_account_file, webpush_vapid_key_file, webpush_subject)
             VALUES (\(name), \(row.bundleID), \(row.environment), \(row.transport), \(row.keyFile), \(row.keyID), \(row.teamID),
-                    \(row.certificate), \(row.passphraseFile), \(row.fcmServiceAccountFile))
+                    \(row.certificate), \(row.passphraseFile), \(row.fcmServiceAccountFile), \(row.webPushVAPIDKeyFile),
+                    \(row.webPushSubject))
             ON CONFLICT (name) DO NOTHING RETURNING 1
             """,
             logger: logger
@@ -40,7 +41,8 @@ package struct AppAdmin: Sendable {
             """
             UPDATE apps SET bundle_id = \(row.bundleID), environment = \(row.environment), transport = \(row.transport),
                 key_file = \(row.keyFile), key_id = \(row.keyID), team_id = \(row.teamID), certificate = \(row.certificate),
-                passphrase_file = \(row.passphraseFile), fcm_service_account_file = \(row.fcmServiceAccountFile), updated_at = now()
+                passphrase_file = \(row.passphraseFile), fcm_service_account_file = \(row.fcmServiceAccountFile),
+                webpush_vapid_key_file = \(row.webPushVAPIDKeyFile), webpush_subject = \(row.webPushSubject), updated_at = now()
             WHERE name = \(name) RETURNING 1
             """,
             logger: logger
@@ -56,12 +58,15 @@ package struct AppAdmin: Sendable {
             """
             UPDATE apps SET bundle_id = \(row.bundleID), environment = \(row.environment), transport = \(row.transport),
                 key_file = \(row.keyFile), key_id = \(row.keyID), team_id = \(row.teamID), certificate = \(row.certificate),
-                passphrase_file = \(row.passphraseFile), fcm_service_account_file = \(row.fcmServiceAccountFile), updated_at = now()
+                passphrase_file = \(row.passphraseFile), fcm_service_account_file = \(row.fcmServiceAccountFile),
+                webpush_vapid_key_file = \(row.webPushVAPIDKeyFile), webpush_subject = \(row.webPushSubject), updated_at = now()
             WHERE name = \(name) AND bundle_id = \(was.bundleID) AND environment = \(was.environment) AND transport = \(was.transport)
               AND key_file IS NOT DISTINCT FROM \(was.keyFile) AND key_id IS NOT DISTINCT FROM \(was.keyID)
               AND team_id IS NOT DISTINCT FROM \(was.teamID) AND certificate IS NOT DISTINCT FROM \(was.certificate)
               AND passphrase_file IS NOT DISTINCT FROM \(was.passphraseFile)
               AND fcm_service_account_file IS NOT DISTINCT FROM \(was.fcmServiceAccountFile)
+              AND webpush_vapid_key_file IS NOT DISTINCT FROM \(was.webPushVAPIDKeyFile)
+              AND webpush_subject IS NOT DISTINCT FROM \(was.webPushSubject)
             RETURNING 1
             """,
             logger: logger
@@ -118,9 +123,13 @@ package struct AppAdmin: Sendable {
         var certificate: String?
         var passphraseFile: String?
         var fcmServiceAccountFile: String?
+        var webPushVAPIDKeyFile: String?
+        var webPushSubject: String?
 
         init(_ settings: App.Settings) {
             fcmServiceAccountFile = settings.fcmServiceAccountFile
+            webPushVAPIDKeyFile = settings.webPushVAPIDKeyFile
+            webPushSubject = settings.webPushSubject
             bundleID = settings.bundleID
             environment = settings.environment.rawValue
             transport = settings.transport.rawValue
@@ -133,9 +142,16 @@ package struct AppAdmin: Sendable {
 
     /// A row of ``columns`` as an app (the table's constraints make every row one of the two shapes).
     static func decode(_ row: PostgresRow) throws -> App {
-        let (name, bundleID, environment, transport, keyFile, keyID, teamID, certificate, passphraseFile, created, updated, disabled, fcm) =
+        let (
+            name, bundleID, environment, transport, keyFile, keyID, teamID, certificate, passphraseFile, created, updated, disabled, fcm,
+            vapid, subject
+        ) =
             try row.decode(
-                (String, String?, String?, String?, String?, String?, String?, String?, String?, Date, Date, Date?, String?).self
+                (
+                    String, String?, String?, String?, String?, String?, String?, String?, String?, Date, Date, Date?, String?, String?,
+                    String?
+                )
+                .self
             )
         var settings: App.Settings?
         if let bundleID, let environment = environment.flatMap(App.Environment.init(rawValue:)),
@@ -155,7 +171,9 @@ package struct AppAdmin: Sendable {
                     environment: environment,
                     transport: transport,
                     credentials: $0,
-                    fcmServiceAccountFile: fcm
+                    fcmServiceAccountFile: fcm,
+                    webPushVAPIDKeyFile: vapid,
+                    webPushSubject: subject
                 )
             }
         }

@@ -183,4 +183,48 @@ import Testing
             #expect(try await harness.count("last_status = '413' AND last_error LIKE 'unencodable%'") == 1)
         }
     }
+
+    /// An app with a VAPID key of its own (`apps add --vapid-key-file`) signs its browsers' messages with it; the
+    /// default app's browsers get the configuration's; an app without one never signs with the default app's key (its
+    /// rows wait).
+    @Test func eachAppSignsItsBrowsersWithItsOwnKey() async throws {
+        try await Self.run { harness, configuration, key in
+            let betaKey = VAPIDKey.generate()
+            let betaFile = NSTemporaryDirectory() + "pushchat-vapid-beta-\(UUID().uuidString).pem"
+            try betaKey.pem.write(toFile: betaFile, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: betaFile) }
+            for (name, file) in [("beta", betaFile as String?), ("gamma", nil)] {
+                var settings = App.Settings(
+                    bundleID: "com.example.\(name)",
+                    environment: .sandbox,
+                    transport: .http2,
+                    credentials: .token(keyFile: TestCertificates.path("AuthKey_BETAKEY001.p8"), keyID: "BETAKEY001", teamID: "DEVTEAM001")
+                )
+                settings.webPushVAPIDKeyFile = file
+                let added = try await TestDatabase.withConnection(harness.url) { connection in
+                    try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: name, settings: settings)
+                }
+                #expect(added)
+            }
+            // Each browser subscribed with its app's key (the simulator answers 403 to a message signed by another).
+            let own = try await Self.subscribe(harness, key)
+            let beta = try await Self.subscribe(harness, betaKey)
+            let gamma = try await Self.subscribe(harness, key)
+            try await Self.queue(harness, [own.token, beta.token, gamma.token])
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    "UPDATE push_queue SET app = CASE device_token WHEN \(beta.token) THEN 'beta' WHEN \(gamma.token) THEN 'gamma' ELSE app END",
+                    logger: TestDatabase.logger
+                )
+            }
+            var apnsOverHTTP2 = configuration
+            apnsOverHTTP2.apns.host = Endpoint(host: "127.0.0.1", port: harness.ports.http2)
+            try await Self.withDaemon(harness, apnsOverHTTP2) {
+                try await harness.waitUntilAllSent(2)
+                try await Task.sleep(for: .seconds(1))
+            }
+            #expect(Set(harness.simulator.state.accepted.map(\.token)) == [own.id, beta.id])
+            #expect(try await harness.count("app = 'gamma' AND time_sent IS NULL AND time_failed IS NULL") == 1, "gamma has no key: waits")
+        }
+    }
 }

@@ -71,6 +71,32 @@ import Testing
                 let sender = try await ProviderAPITests.createKey(url, name: "sender", scopes: [.send])
                 #expect(try await ProviderAPITests.call(api, .get, "/v1/webpush/public-key", key: sender).status == 403)
                 #expect(try await ProviderAPITests.call(api, .get, "/v1/webpush/public-key", key: nil).status == 401)
+                // An app's own key (apps add --vapid-key-file) for its pages; an app without one is told how to give it.
+                let appKey = VAPIDKey.generate()
+                let appFile = directory + "/beta.pem"
+                try appKey.pem.write(toFile: appFile, atomically: true, encoding: .utf8)
+                for (name, file) in [("beta", appFile as String?), ("gamma", nil)] {
+                    var settings = App.Settings(
+                        bundleID: "com.example.\(name)",
+                        environment: .sandbox,
+                        transport: .http2,
+                        credentials: .token(keyFile: "/etc/pushchat/AuthKey_BETAKEY001.p8", keyID: "BETAKEY001", teamID: "DEVTEAM001")
+                    )
+                    settings.webPushVAPIDKeyFile = file
+                    let added = try await TestDatabase.withConnection(url) { connection in
+                        try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: name, settings: settings)
+                    }
+                    #expect(added)
+                }
+                let beta = try await ProviderAPITests.createKey(url, name: "beta-pages", scopes: [.devicesWrite], app: "beta")
+                let betaAnswer = try await ProviderAPITests.call(api, .get, "/v1/webpush/public-key", key: beta)
+                #expect(betaAnswer.status == 200 && betaAnswer.json["public_key"] as? String == appKey.publicKey, "\(betaAnswer)")
+                let gamma = try await ProviderAPITests.createKey(url, name: "gamma-pages", scopes: [.devicesWrite], app: "gamma")
+                let gammaAnswer = try await ProviderAPITests.call(api, .get, "/v1/webpush/public-key", key: gamma)
+                #expect(
+                    gammaAnswer.status == 404
+                        && (gammaAnswer.json["reason"] as? String ?? "").contains("apps update gamma --vapid-key-file")
+                )
             }
             // Without a key file: 404 with a reason.
             try await APIHarness.run(configuration: APIHarness.configuration(url: TestDatabase.service(url)), ownerURL: url) { api in

@@ -43,6 +43,8 @@ struct ProviderController: Sendable {
     var vapidPublicKey: String? = nil
     /// `webpush_private_hosts`: endpoints a browser's subscription may name inside the network.
     var webPushPrivateHosts: Set<String> = []
+    /// The apps' own VAPID keys' public halves, read once per file.
+    let vapidPublicKeys = VAPIDPublicKeys()
 
     func addRoutes(to router: Router<APIRequestContext>) {
         // Every answer counted by endpoint and status; each route behind its key's authentication, scope and limit.
@@ -59,11 +61,8 @@ struct ProviderController: Sendable {
         route("devices.unregister", .devicesWrite, "delete devices").delete("devices/:token") { _, context in
             try await unregister(context.parameters.get("token") ?? "", key: context.requireKey())
         }
-        route("webpush.public_key", .devicesWrite, "read the Web Push public key").get("webpush/public-key") { _, _ in
-            guard let vapidPublicKey else {
-                throw ProviderError(.notFound, .notFound, "Web Push is not configured on this server (webpush_vapid_key_file)")
-            }
-            return Self.json(.ok, ["public_key": vapidPublicKey])
+        route("webpush.public_key", .devicesWrite, "read the Web Push public key").get("webpush/public-key") { _, context in
+            Self.json(.ok, ["public_key": try publicKey(for: try context.requireKey())])
         }
         route("notifications.send", .send, "send notifications").post("notifications") { request, context in
             try await send(request, key: context.requireKey())
@@ -147,6 +146,29 @@ struct ProviderController: Sendable {
         } catch let error as HTTPError where error.status == .contentTooLarge {
             throw tooLarge
         }
+    }
+
+    /// The `applicationServerKey` pages of the key's app subscribe with: the app's own VAPID key, or for the default
+    /// app `webpush_vapid_key_file`'s (another app never signs with the default app's key).
+    func publicKey(for key: ProviderStore.Key) throws(ProviderError) -> String {
+        if let file = key.webPushVAPIDKeyFile {
+            do {
+                return try vapidPublicKeys.publicKey(file: file)
+            } catch {
+                throw ProviderError(.notFound, .notFound, "app \(key.app)'s VAPID key cannot be used (\(file)): \(error.reason)")
+            }
+        }
+        guard key.app == App.defaultName else {
+            throw ProviderError(
+                .notFound,
+                .notFound,
+                "Web Push is not configured for app \(key.app) (pushchat-api apps update \(key.app) --vapid-key-file FILE)"
+            )
+        }
+        guard let vapidPublicKey else {
+            throw ProviderError(.notFound, .notFound, "Web Push is not configured on this server (webpush_vapid_key_file)")
+        }
+        return vapidPublicKey
     }
 
     // MARK: devices
