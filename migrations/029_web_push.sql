@@ -65,9 +65,14 @@ ALTER TABLE notifications ADD CONSTRAINT notifications_web_payload_size CHECK (o
 COMMENT ON COLUMN notifications.web_payload IS
     'A broadcast''s Declarative Web Push JSON for browsers (NULL: it has none; the count found no browser).';
 
-ALTER TABLE apps ADD COLUMN webpush_vapid_key_file text, ADD COLUMN webpush_subject text;
+ALTER TABLE apps ADD COLUMN webpush_vapid_key_file text, ADD COLUMN webpush_subject text, ADD COLUMN webpush_public_key text;
 ALTER TABLE apps ADD CONSTRAINT apps_webpush_path_absolute CHECK (coalesce(webpush_vapid_key_file, '/') LIKE '/%');
 ALTER TABLE apps ADD CONSTRAINT apps_webpush_subject CHECK (coalesce(webpush_subject, 'mailto:') ~ '^(mailto:|https:)');
 COMMENT ON COLUMN apps.webpush_vapid_key_file IS
     'Absolute path of the P-256 private key (PEM) the push daemon signs the app''s Web Push requests with (VAPID; never the key itself). NULL for the default app: webpush_vapid_key_file.';
 COMMENT ON COLUMN apps.webpush_subject IS 'The app''s VAPID subject (mailto: or https:). NULL: webpush_subject.';
+ALTER TABLE apps ADD CONSTRAINT apps_webpush_public_key CHECK (
+    (webpush_vapid_key_file IS NULL) = (webpush_public_key IS NULL) AND coalesce(webpush_public_key, 'B' || repeat('A', 86)) ~ '^B[A-Za-z0-9_-]{86}$'
+);
+COMMENT ON COLUMN apps.webpush_public_key IS
+    'The public half of webpush_vapid_key_file''s key (base64url of the uncompressed point): what the API serves the app''s pages (GET /v1/webpush/public-key) without reading the private key.';

@@ -96,8 +96,17 @@ package enum APIApplication {
         )
     }
 
-    /// The public half of `webpush_vapid_key_file`'s key; a file that is not a P-256 key stops the API at start.
+    /// `webpush_public_key` (checked: a point on P-256), else the public half of `webpush_vapid_key_file`'s key; one
+    /// that is not a P-256 key stops the API at start.
     static func vapidPublicKey(_ configuration: Configuration) throws(ConfigurationError) -> String? {
+        if let key = configuration.webPush.publicKey {
+            do {
+                _ = try WebPushSubscription.userAgentKey(key)
+            } catch {
+                throw ConfigurationError(code: .invalidValue, key: ConfigurationKey.webPushPublicKey.rawValue, reason: error.reason)
+            }
+            return key
+        }
         guard let file = configuration.webPush.vapidKeyFile else { return nil }
         do {
             return try VAPIDKey(file: file).publicKey

@@ -3,6 +3,7 @@ import Foundation
 import Settings
 import Storage
 import Support
+import WebPush
 
 /// `pushchat-api apps add|list|update|disable|enable`: the apps this server sends for.
 struct AppsCommand: AsyncParsableCommand {
@@ -53,6 +54,11 @@ struct AppsCommand: AsyncParsableCommand {
             help: "Browsers: the app's VAPID subject, mailto:ADDRESS or an https: URL (default: webpush_subject)."
         )
         var vapidSubject: String?
+        @Option(
+            name: .customLong("vapid-public-key"),
+            help: "Browsers: the key's public half as generate-key printed it (default: read from --vapid-key-file where this can read it)."
+        )
+        var vapidPublicKey: String?
 
         /// The settings, or the reason they cannot work.
         func settings() throws -> App.Settings {
@@ -84,7 +90,8 @@ struct AppsCommand: AsyncParsableCommand {
                 credentials: credentials,
                 fcmServiceAccountFile: fcmServiceAccount,
                 webPushVAPIDKeyFile: vapidKeyFile,
-                webPushSubject: vapidSubject
+                webPushSubject: vapidSubject,
+                webPushPublicKey: try AppsCommand.vapidPublicKey(file: vapidKeyFile, given: vapidPublicKey)
             )
             if let problem = settings.problem { throw ValidationError(problem) }
             return settings
@@ -153,13 +160,15 @@ struct AppsCommand: AsyncParsableCommand {
         var vapidKeyFile: String?
         @Option(name: .customLong("vapid-subject"), help: "Browsers: the app's VAPID subject (mailto: or https:).")
         var vapidSubject: String?
+        @Option(name: .customLong("vapid-public-key"), help: "Browsers: the key's public half (default: read from --vapid-key-file).")
+        var vapidPublicKey: String?
         @Flag(name: .customLong("no-vapid-key-file"), help: "Browsers: remove the app's VAPID key and subject.")
         var noVAPIDKeyFile = false
 
         func validate() throws {
             let given: [Any?] = [
                 bundleID, environment, transport, keyFile, keyID, teamID, certificate, passphraseFile, fcmServiceAccount, vapidKeyFile,
-                vapidSubject,
+                vapidSubject, vapidPublicKey,
             ]
             guard given.contains(where: { $0 != nil }) || noFCMServiceAccount || noVAPIDKeyFile else {
                 throw ValidationError("give the settings to change (--bundle-id, --environment, --key-file, --certificate, …)")
@@ -222,9 +231,14 @@ struct AppsCommand: AsyncParsableCommand {
             }
             if let fcmServiceAccount { settings.fcmServiceAccountFile = fcmServiceAccount }
             if noFCMServiceAccount { settings.fcmServiceAccountFile = nil }
-            if let vapidKeyFile { settings.webPushVAPIDKeyFile = vapidKeyFile }
+            if let vapidKeyFile {
+                settings.webPushVAPIDKeyFile = vapidKeyFile
+                settings.webPushPublicKey = try AppsCommand.vapidPublicKey(file: vapidKeyFile, given: vapidPublicKey)
+            } else if vapidPublicKey != nil {
+                throw ValidationError("--vapid-public-key goes with --vapid-key-file")
+            }
             if let vapidSubject { settings.webPushSubject = vapidSubject }
-            if noVAPIDKeyFile { (settings.webPushVAPIDKeyFile, settings.webPushSubject) = (nil, nil) }
+            if noVAPIDKeyFile { (settings.webPushVAPIDKeyFile, settings.webPushSubject, settings.webPushPublicKey) = (nil, nil, nil) }
             if let problem = settings.problem { throw ValidationError(problem) }
             return settings
         }
@@ -376,6 +390,38 @@ struct AppsCommand: AsyncParsableCommand {
             }
             print("\(disabled ? "Disabled" : "Enabled") app \(name)")
         }
+    }
+
+    /// The public half of the app's VAPID key, which the API serves its pages: `given`, checked against the file where
+    /// this process can read it, else read from the file; a file it cannot read needs it given.
+    static func vapidPublicKey(file: String?, given: String?) throws -> String? {
+        guard let file else {
+            if given != nil { throw ValidationError("--vapid-public-key goes with --vapid-key-file") }
+            return nil
+        }
+        if let given {
+            do {
+                _ = try WebPushSubscription.userAgentKey(given)
+            } catch {
+                throw ValidationError("--vapid-public-key: \(error.reason)")
+            }
+        }
+        guard FileManager.default.isReadableFile(atPath: file) else {
+            guard let given else {
+                throw ValidationError(
+                    "\(file) cannot be read here: give --vapid-public-key (as pushchat-api webpush generate-key printed it)"
+                )
+            }
+            return given
+        }
+        let key: VAPIDKey
+        do {
+            key = try VAPIDKey(file: file)
+        } catch {
+            throw ValidationError("--vapid-key-file \(file): \(error.reason)")
+        }
+        if let given, given != key.publicKey { throw ValidationError("--vapid-public-key is not \(file)'s public half") }
+        return key.publicKey
     }
 
     static func describe(_ settings: App.Settings) -> String {

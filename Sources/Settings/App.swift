@@ -30,6 +30,8 @@ package struct App: Sendable, Equatable {
         package var webPushVAPIDKeyFile: String?
         /// The app's VAPID subject (nil: `webpush_subject`).
         package var webPushSubject: String?
+        /// The public half of ``webPushVAPIDKeyFile``'s key (what the API serves the app's pages; set with it).
+        package var webPushPublicKey: String?
 
         package init(
             bundleID: String,
@@ -38,7 +40,8 @@ package struct App: Sendable, Equatable {
             credentials: Credentials,
             fcmServiceAccountFile: String? = nil,
             webPushVAPIDKeyFile: String? = nil,
-            webPushSubject: String? = nil
+            webPushSubject: String? = nil,
+            webPushPublicKey: String? = nil
         ) {
             self.bundleID = bundleID
             self.environment = environment
@@ -47,6 +50,7 @@ package struct App: Sendable, Equatable {
             self.fcmServiceAccountFile = fcmServiceAccountFile
             self.webPushVAPIDKeyFile = webPushVAPIDKeyFile
             self.webPushSubject = webPushSubject
+            self.webPushPublicKey = webPushPublicKey
         }
     }
 

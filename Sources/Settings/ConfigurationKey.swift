@@ -82,6 +82,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case webPushSubject = "webpush_subject"
     case webPushPrivateHosts = "webpush_private_hosts"
     case webPushCAFile = "webpush_ca_file"
+    case webPushPublicKey = "webpush_public_key"
 
     /// The key as written in the configuration file.
     package var fileKey: String { rawValue }

@@ -16,6 +16,10 @@ package struct WebPushSettings: Sendable {
     /// A PEM file of extra certificate authorities a push service's certificate may chain to (`webpush_ca_file`): the
     /// simulator's CA. Default: the system's only.
     package var caFile: String?
+    /// The VAPID key's public half (`webpush_public_key`, base64url of the uncompressed point, as `pushchat-api webpush
+    /// generate-key` prints it): what the API serves to pages when it may not read the key file (the guide keeps
+    /// the private key from the API's user). Default: derived from `webpush_vapid_key_file` where it can be read.
+    package var publicKey: String?
 
     package init() {}
 
@@ -30,5 +34,18 @@ package struct WebPushSettings: Sendable {
         }
         privateHosts = try Configuration.hostPorts(.webPushPrivateHosts, source) ?? privateHosts
         caFile = try Configuration.absolutePath(.webPushCAFile, source)
+        if let key = source.value(.webPushPublicKey) {
+            let alphabet = key.utf8.allSatisfy { byte in
+                (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
+            }
+            guard key.utf8.count == 87, key.hasPrefix("B"), alphabet else {
+                throw Configuration.invalid(
+                    .webPushPublicKey,
+                    source,
+                    "expected the base64url public key generate-key printed (87 characters), got '\(key)'"
+                )
+            }
+            publicKey = key
+        }
     }
 }

@@ -15,7 +15,7 @@ package struct AppAdmin: Sendable {
     }
 
     static let columns =
-        "name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file, created_at, updated_at, disabled_at, fcm_service_account_file, webpush_vapid_key_file, webpush_subject"
+        "name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file, created_at, updated_at, disabled_at, fcm_service_account_file, webpush_vapid_key_file, webpush_subject, webpush_public_key"
 
     /// Adds an app; false when one of that name exists.
     package func add(name: String, settings: App.Settings) async throws -> Bool {
@@ -23,10 +23,10 @@ package struct AppAdmin: Sendable {
         let rows = try await connection.query(
             """
             INSERT INTO apps (name, bundle_id, environment, transport, key_file, key_id, team_id, certificate, passphrase_file,
-                              fcm_service_account_file, webpush_vapid_key_file, webpush_subject)
+                              fcm_service_account_file, webpush_vapid_key_file, webpush_subject, webpush_public_key)
             VALUES (\(name), \(row.bundleID), \(row.environment), \(row.transport), \(row.keyFile), \(row.keyID), \(row.teamID),
                     \(row.certificate), \(row.passphraseFile), \(row.fcmServiceAccountFile), \(row.webPushVAPIDKeyFile),
-                    \(row.webPushSubject))
+                    \(row.webPushSubject), \(row.webPushPublicKey))
             ON CONFLICT (name) DO NOTHING RETURNING 1
             """,
             logger: logger
@@ -42,7 +42,8 @@ package struct AppAdmin: Sendable {
             UPDATE apps SET bundle_id = \(row.bundleID), environment = \(row.environment), transport = \(row.transport),
                 key_file = \(row.keyFile), key_id = \(row.keyID), team_id = \(row.teamID), certificate = \(row.certificate),
                 passphrase_file = \(row.passphraseFile), fcm_service_account_file = \(row.fcmServiceAccountFile),
-                webpush_vapid_key_file = \(row.webPushVAPIDKeyFile), webpush_subject = \(row.webPushSubject), updated_at = now()
+                webpush_vapid_key_file = \(row.webPushVAPIDKeyFile), webpush_subject = \(row.webPushSubject),
+                webpush_public_key = \(row.webPushPublicKey), updated_at = now()
             WHERE name = \(name) RETURNING 1
             """,
             logger: logger
@@ -59,7 +60,8 @@ package struct AppAdmin: Sendable {
             UPDATE apps SET bundle_id = \(row.bundleID), environment = \(row.environment), transport = \(row.transport),
                 key_file = \(row.keyFile), key_id = \(row.keyID), team_id = \(row.teamID), certificate = \(row.certificate),
                 passphrase_file = \(row.passphraseFile), fcm_service_account_file = \(row.fcmServiceAccountFile),
-                webpush_vapid_key_file = \(row.webPushVAPIDKeyFile), webpush_subject = \(row.webPushSubject), updated_at = now()
+                webpush_vapid_key_file = \(row.webPushVAPIDKeyFile), webpush_subject = \(row.webPushSubject),
+                webpush_public_key = \(row.webPushPublicKey), updated_at = now()
             WHERE name = \(name) AND bundle_id = \(was.bundleID) AND environment = \(was.environment) AND transport = \(was.transport)
               AND key_file IS NOT DISTINCT FROM \(was.keyFile) AND key_id IS NOT DISTINCT FROM \(was.keyID)
               AND team_id IS NOT DISTINCT FROM \(was.teamID) AND certificate IS NOT DISTINCT FROM \(was.certificate)
@@ -67,6 +69,7 @@ package struct AppAdmin: Sendable {
               AND fcm_service_account_file IS NOT DISTINCT FROM \(was.fcmServiceAccountFile)
               AND webpush_vapid_key_file IS NOT DISTINCT FROM \(was.webPushVAPIDKeyFile)
               AND webpush_subject IS NOT DISTINCT FROM \(was.webPushSubject)
+              AND webpush_public_key IS NOT DISTINCT FROM \(was.webPushPublicKey)
             RETURNING 1
             """,
             logger: logger
@@ -125,11 +128,13 @@ package struct AppAdmin: Sendable {
         var fcmServiceAccountFile: String?
         var webPushVAPIDKeyFile: String?
         var webPushSubject: String?
+        var webPushPublicKey: String?
 
         init(_ settings: App.Settings) {
             fcmServiceAccountFile = settings.fcmServiceAccountFile
             webPushVAPIDKeyFile = settings.webPushVAPIDKeyFile
             webPushSubject = settings.webPushSubject
+            webPushPublicKey = settings.webPushPublicKey
             bundleID = settings.bundleID
             environment = settings.environment.rawValue
             transport = settings.transport.rawValue
@@ -144,12 +149,12 @@ package struct AppAdmin: Sendable {
     static func decode(_ row: PostgresRow) throws -> App {
         let (
             name, bundleID, environment, transport, keyFile, keyID, teamID, certificate, passphraseFile, created, updated, disabled, fcm,
-            vapid, subject
+            vapid, subject, publicKey
         ) =
             try row.decode(
                 (
                     String, String?, String?, String?, String?, String?, String?, String?, String?, Date, Date, Date?, String?, String?,
-                    String?
+                    String?, String?
                 )
                 .self
             )
@@ -173,7 +178,8 @@ package struct AppAdmin: Sendable {
                     credentials: $0,
                     fcmServiceAccountFile: fcm,
                     webPushVAPIDKeyFile: vapid,
-                    webPushSubject: subject
+                    webPushSubject: subject,
+                    webPushPublicKey: publicKey
                 )
             }
         }

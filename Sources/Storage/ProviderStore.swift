@@ -18,8 +18,9 @@ package struct ProviderStore: Sendable {
         package var bundleID: String? = nil
         /// The app's APNs interface, which bounds its payloads (nil: the configuration's, for the default app).
         package var transport: APNsTransport? = nil
-        /// The app's own VAPID key file (`apps … --vapid-key-file`; nil: none, or the configuration's for the default app).
-        package var webPushVAPIDKeyFile: String? = nil
+        /// The public half of the app's own VAPID key (`apps … --vapid-key-file`; nil: none, or the configuration's for
+        /// the default app).
+        package var webPushPublicKey: String? = nil
         package let requestsPerMinute: Int
         package let recipientsPerMinute: Int
         /// What it may do.
@@ -199,7 +200,7 @@ package struct ProviderStore: Sendable {
         let rows = try await database.query(
             """
             SELECT k.name, k.requests_per_minute, k.recipients_per_minute, k.scopes, k.app, a.disabled_at IS NOT NULL, a.bundle_id,
-                   a.transport, a.webpush_vapid_key_file
+                   a.transport, a.webpush_public_key
             FROM api_keys k JOIN apps a ON a.name = k.app WHERE k.key_hash = \(hash) AND k.revoked_at IS NULL
             """,
             logger: logger
@@ -213,7 +214,7 @@ package struct ProviderStore: Sendable {
                 appDisabled: disabled,
                 bundleID: bundleID,
                 transport: transport.flatMap(APNsTransport.init(rawValue:)),
-                webPushVAPIDKeyFile: vapid,
+                webPushPublicKey: vapid,
                 requestsPerMinute: Int(requests),
                 recipientsPerMinute: Int(recipients),
                 scopes: KeyScope.parse(scopes)

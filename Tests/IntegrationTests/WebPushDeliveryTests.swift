@@ -201,6 +201,7 @@ import Testing
                     credentials: .token(keyFile: TestCertificates.path("AuthKey_BETAKEY001.p8"), keyID: "BETAKEY001", teamID: "DEVTEAM001")
                 )
                 settings.webPushVAPIDKeyFile = file
+                settings.webPushPublicKey = file == nil ? nil : betaKey.publicKey
                 let added = try await TestDatabase.withConnection(harness.url) { connection in
                     try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: name, settings: settings)
                 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import PostgresNIO
 import Testing
 
 @testable import API
@@ -83,6 +84,7 @@ import Testing
                         credentials: .token(keyFile: "/etc/pushchat/AuthKey_BETAKEY001.p8", keyID: "BETAKEY001", teamID: "DEVTEAM001")
                     )
                     settings.webPushVAPIDKeyFile = file
+                    settings.webPushPublicKey = file == nil ? nil : appKey.publicKey
                     let added = try await TestDatabase.withConnection(url) { connection in
                         try await AppAdmin(connection: connection, logger: TestDatabase.logger).add(name: name, settings: settings)
                     }
@@ -114,5 +116,60 @@ import Testing
             _ = try APIApplication.build(configuration: configuration, logger: TestDatabase.logger, databaseTimeout: .seconds(1))
         }
         #expect(error?.key == "webpush_vapid_key_file" && error?.reason.contains("P-256") == true)
+    }
+
+    /// `apps add|update --vapid-key-file` as an operator runs it: the key's public half stored for the API (read from
+    /// the file, or given with `--vapid-public-key` where the file cannot be read here), `--no-vapid-key-file` removes
+    /// it; a wrong key or subject is one line, exit 1, nothing written.
+    @Test func theAppsCommandTakesAnAppsVAPIDKey() async throws {
+        let directory = NSTemporaryDirectory() + "pushchat-vapid-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let key = VAPIDKey.generate()
+        let file = directory + "/beta.pem"
+        try key.pem.write(toFile: file, atomically: true, encoding: .utf8)
+        try await TestDatabase.withFreshDatabase { url in
+            let api = Executable(name: "pushchat-api")
+            func run(_ arguments: [String]) throws -> Executable.Result {
+                try api.run(arguments + ["development"], environment: ["PUSHCHAT_DATABASE_URL": url.connectionString])
+            }
+            func stored() async throws -> String {
+                try await TestDatabase.scalar(
+                    url,
+                    "SELECT concat_ws(' ', webpush_vapid_key_file, webpush_subject, webpush_public_key) FROM apps WHERE name = 'beta'",
+                    as: String.self
+                )
+            }
+            let apple = ["--key-file", TestCertificates.path("AuthKey_DEVKEY0001.p8"), "--team-id", "DEVTEAM001"]
+            let added = try run(
+                ["apps", "add", "beta", "--bundle-id", "com.example.Beta", "--environment", "sandbox"] + apple
+                    + ["--vapid-key-file", file, "--vapid-subject", "mailto:ops@example.com"]
+            )
+            #expect(added.status == 0 && added.standardOutput.contains("and browsers over Web Push"), "\(added.standardError)")
+            #expect(try await stored() == "\(file) mailto:ops@example.com \(key.publicKey)")
+            #expect(try run(["apps", "list"]).standardOutput.contains("Web Push \(file)"))
+            let before = try await stored()
+            let other = VAPIDKey.generate().publicKey
+            for (arguments, reason) in [
+                (["apps", "update", "beta", "--vapid-key-file", "/etc/pushchat/elsewhere.pem"], "give --vapid-public-key"),
+                (["apps", "update", "beta", "--vapid-key-file", file, "--vapid-public-key", other], "is not \(file)'s public half"),
+                (["apps", "update", "beta", "--vapid-key-file", file, "--vapid-public-key", "BAAA"], "--vapid-public-key"),
+                (["apps", "update", "beta", "--vapid-subject", "ops@example.com"], "--vapid-subject must be mailto:"),
+                (["apps", "update", "beta", "--vapid-public-key", other], "goes with --vapid-key-file"),
+                (["apps", "update", "beta", "--vapid-key-file", file, "--no-vapid-key-file"], "contradict"),
+            ] {
+                let refused = try run(arguments)
+                #expect(refused.status != 0 && refused.standardError.contains(reason), "\(arguments): \(refused.standardError)")
+            }
+            #expect(try await stored() == before, "nothing written")
+            // A file only the push daemon can read: its public half given.
+            let elsewhere = try run([
+                "apps", "update", "beta", "--vapid-key-file", "/etc/pushchat/beta-vapid.pem", "--vapid-public-key", other,
+            ])
+            #expect(elsewhere.status == 0, "\(elsewhere.standardError)")
+            #expect(try await stored() == "/etc/pushchat/beta-vapid.pem mailto:ops@example.com \(other)")
+            #expect(try run(["apps", "update", "beta", "--no-vapid-key-file"]).status == 0)
+            #expect(try await stored() == "")
+        }
     }
 }

@@ -43,8 +43,6 @@ struct ProviderController: Sendable {
     var vapidPublicKey: String? = nil
     /// `webpush_private_hosts`: endpoints a browser's subscription may name inside the network.
     var webPushPrivateHosts: Set<String> = []
-    /// The apps' own VAPID keys' public halves, read once per file.
-    let vapidPublicKeys = VAPIDPublicKeys()
 
     func addRoutes(to router: Router<APIRequestContext>) {
         // Every answer counted by endpoint and status; each route behind its key's authentication, scope and limit.
@@ -151,13 +149,7 @@ struct ProviderController: Sendable {
     /// The `applicationServerKey` pages of the key's app subscribe with: the app's own VAPID key, or for the default
     /// app `webpush_vapid_key_file`'s (another app never signs with the default app's key).
     func publicKey(for key: ProviderStore.Key) throws(ProviderError) -> String {
-        if let file = key.webPushVAPIDKeyFile {
-            do {
-                return try vapidPublicKeys.publicKey(file: file)
-            } catch {
-                throw ProviderError(.notFound, .notFound, "app \(key.app)'s VAPID key cannot be used (\(file)): \(error.reason)")
-            }
-        }
+        if let publicKey = key.webPushPublicKey { return publicKey }
         guard key.app == App.defaultName else {
             throw ProviderError(
                 .notFound,
