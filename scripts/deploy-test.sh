@@ -409,6 +409,9 @@ account["private_key_id"] = "2" * 40
 json.dump(account, open(sys.argv[3], "w"), indent=2)
 EOF
 http2_port=$(free_port)
+# The simulator's browsers' push service, and its status page (where a browser subscribes).
+webpush_port=$(free_port)
+status_port=$(free_port)
 # The receiver of delivery events (the guide's webhook at hooks.example.com stands on loopback, listed as private).
 webhook_port=$(free_port)
 # Built by `make dist` beside the programs it packs.
@@ -417,7 +420,8 @@ simulator=$(make -s -C "$repo" --no-print-directory release-bin-path)/pushchat-a
 # A copy runs: the upgrade below builds into the same folder while the simulator keeps running.
 cp "$simulator" "$scratch/pushchat-apns-sim"
 simulator=$scratch/pushchat-apns-sim
-"$simulator" --certs "$certs" --gateway-port 0 --feedback-port 0 --http2-port "$http2_port" --no-status \
+"$simulator" --certs "$certs" --gateway-port 0 --feedback-port 0 --http2-port "$http2_port" --status-port "$status_port" \
+    --webpush-port "$webpush_port" \
     --topic com.example.PushChat --topic com.example.PushChat.beta --unregistered "$scratch/unregistered.txt" --record "$scratch/record.jsonl" \
     --topic com.example.PushChat.gamma --fcm-port "$fcm_port" --fcm-service-account "$certs/fcm-service-account.json" \
     --fcm-service-account "$keys/fcm-service-account-2.json" \
@@ -478,6 +482,8 @@ run_guide_block install "$server" /dev/null
     echo "PUSHCHAT_APNS_CA_FILE=$etc/apns-ca.pem"
     echo "PUSHCHAT_FCM_HOST=127.0.0.1:$fcm_port"
     echo "PUSHCHAT_FCM_CA_FILE=$etc/apns-ca.pem"
+    echo "PUSHCHAT_WEBPUSH_PRIVATE_HOSTS=127.0.0.1:$webpush_port"
+    echo "PUSHCHAT_WEBPUSH_CA_FILE=$etc/apns-ca.pem"
 } >>"$etc/pushchat.env"
 
 step "Android phones (the guide's §3): the Firebase service account, the sender's alone"
@@ -485,6 +491,15 @@ cp "$certs/fcm-service-account.json" "$keys/"
 run_guide_block android "$keys" /dev/null
 [ "$(stat -c '%a %U %G' "$etc/fcm-service-account.json")" = "640 root pushchat" ] || die "the service account is not 0640 root:pushchat"
 grep -q "^PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE=$etc/fcm-service-account.json$" "$etc/apns.env" || die "apns.env does not name the service account"
+
+step "browsers (the guide's §3): the VAPID key, the sender's alone; its public half for the API"
+run_guide_block browsers "$keys" /dev/null
+[ "$(stat -c '%a %U %G' "$etc/vapid.pem")" = "640 root pushchat" ] || die "the VAPID key is not 0640 root:pushchat"
+grep -q "^PUSHCHAT_WEBPUSH_VAPID_KEY_FILE=$etc/vapid.pem$" "$etc/apns.env" || die "apns.env does not name the VAPID key"
+vapid_public=$(grep '^PUSHCHAT_WEBPUSH_PUBLIC_KEY=' "$etc/pushchat.env" | cut -d= -f2-)
+[ "$vapid_public" = "$("$prefix/current/bin/pushchat-api" webpush public-key "$etc/vapid.pem")" ] && [ ${#vapid_public} = 87 ] \
+    || die "pushchat.env does not hold the VAPID key's public half ($vapid_public)"
+grep -q '^PUSHCHAT_WEBPUSH_VAPID_KEY_FILE' "$etc/pushchat.env" && die "pushchat.env (read by the API's unit) names the VAPID key file"
 
 step "migrate as the owner, the services' grants (the guide's §4) and the metrics folder (§6)"
 run_guide_block migrate "$repo" /dev/null
@@ -611,6 +626,14 @@ token_f="dEpl0yAndroid:APA91b$(printf 'Z%.0s' {1..140})"
 token_i=$(printf 'c3%.0s' {1..32})
 [ "$(post --data-urlencode cmd=join --data-urlencode udid=4444444444444444444444444444444444444444 --data-urlencode "token=$token_i" --data-urlencode name=Eve --data-urlencode code=mixed)" = 200 ] || die "join Eve (iPhone)"
 [ "$(post --data-urlencode cmd=join --data-urlencode udid=5555555555555555555555555555555555555555 --data-urlencode "token=$token_f" --data-urlencode name=Dee --data-urlencode code=mixed --data-urlencode platform=fcm)" = 200 ] || die "join Dee (Android, platform=fcm)"
+# A browser subscribes (the simulator's status page plays the browser, with the key the API serves its pages) and joins.
+page_key=$(curl -fsS -H "Authorization: Bearer $api_key" http://127.0.0.1:44447/v1/webpush/public-key | python3 -c 'import json, sys; print(json.load(sys.stdin)["public_key"])') \
+    || die "GET /v1/webpush/public-key"
+[ "$page_key" = "$vapid_public" ] || die "the API serves $page_key, not the VAPID key's public half"
+subscription=$(curl -fsS -X POST -H 'Content-Type: application/json' --data "{\"app\":\"default\",\"application_server_key\":\"$page_key\"}" "http://127.0.0.1:$status_port/browsers") \
+    || die "the simulator's browser did not subscribe"
+browser_id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["endpoint"].rsplit("/", 1)[1])' "$subscription")
+[ "$(post --data-urlencode cmd=join --data-urlencode udid=6666666666666666666666666666666666666666 --data-urlencode "token=$subscription" --data-urlencode name=Bea --data-urlencode code=mixed --data-urlencode platform=web)" = 200 ] || die "join Bea (a browser, platform=web)"
 [ "$(post --data-urlencode cmd=message --data-urlencode udid=4444444444444444444444444444444444444444 --data-urlencode 'text=Hello Android')" = 200 ] || die "message to the mixed room"
 for _ in $(seq 1 100); do
     grep -q "$token_f" "$scratch/record.jsonl" 2>/dev/null && break
@@ -618,6 +641,17 @@ for _ in $(seq 1 100); do
 done
 grep "$token_f" "$scratch/record.jsonl" | grep '"format":"fcm"' | grep -q 'Eve: Hello Android' || die "the message did not arrive at the simulator's FCM (see push.log)"
 grep -q 'Connection OK (FCM)' "$scratch/push.log" || die "the push daemon logged no FCM connection"
+for _ in $(seq 1 100); do
+    grep -q "\"token\":\"$browser_id\"" "$scratch/record.jsonl" 2>/dev/null && break
+    sleep 0.1
+done
+grep "\"token\":\"$browser_id\"" "$scratch/record.jsonl" | grep '"format":"web"' | grep -q 'Hello Android' \
+    || die "the message did not arrive at the simulator's browser (see push.log)"
+for _ in $(seq 1 50); do
+    [ "$(db "SELECT count(*) FROM push_deliveries WHERE platform = 'web' AND time_sent IS NOT NULL")" = 1 ] && break
+    sleep 0.1
+done
+[ "$(db "SELECT count(*) FROM push_deliveries WHERE platform = 'web' AND time_sent IS NOT NULL")" = 1 ] || die "the browser's row is not stamped sent"
 for _ in $(seq 1 50); do
     [ "$(db "SELECT count(*) FROM push_deliveries WHERE platform = 'fcm' AND time_sent IS NOT NULL")" = 1 ] && break
     sleep 0.1

@@ -4,12 +4,13 @@ import Settings
 import Support
 import WebPush
 
-/// `pushchat-api webpush generate-key FILE`: the application server's VAPID key for Web Push (issue 46).
+/// `pushchat-api webpush generate-key FILE`: the application server's VAPID key for Web Push (issue 46); `webpush
+/// public-key FILE`: its public half, for the API's `webpush_public_key`.
 struct WebPushCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "webpush",
-        abstract: "Web Push (browsers): make the application server's VAPID key.",
-        subcommands: [GenerateKey.self]
+        abstract: "Web Push (browsers): make the application server's VAPID key, or print its public half.",
+        subcommands: [GenerateKey.self, PublicKey.self]
     )
 
     struct GenerateKey: AsyncParsableCommand {
@@ -42,6 +43,25 @@ struct WebPushCommand: AsyncParsableCommand {
             }
             print("VAPID key written to \(file); its public key (applicationServerKey):")
             print(key.publicKey)
+        }
+    }
+
+    struct PublicKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "public-key",
+            abstract:
+                "Print the public half of the VAPID key in FILE (base64url, the applicationServerKey): what webpush_public_key and apps --vapid-public-key take."
+        )
+        @Argument(help: "The VAPID key file.")
+        var file: String
+
+        func run() async throws {
+            do {
+                print(try VAPIDKey(file: file).publicKey)
+            } catch {
+                ProcessFailure.printError("pushchat-api webpush public-key", "\(file): \(error.reason)")
+                throw ExitCode(1)
+            }
         }
     }
 }
