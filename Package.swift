@@ -202,7 +202,10 @@ let package = Package(
         // libFuzzer entry points for the parsers of untrusted bytes (scripts/fuzz.sh); a corpus replayer otherwise.
         .executableTarget(
             name: "Fuzz",
-            dependencies: ["API", "APNs", "APNsTransport", "HTTP2Client", "FCM", "Settings", "Support", nioCore, nioEmbedded, nioHTTP2],
+            dependencies: [
+                "API", "APNs", "APNsTransport", "HTTP2Client", "FCM", "Settings", "Support", "WebPush", crypto, nioCore, nioEmbedded,
+                nioHTTP2,
+            ],
             swiftSettings: swiftSettings
         ),
         // Pure unit tests, one target per library; integration tests (PostgreSQL, sockets, executables) apart.

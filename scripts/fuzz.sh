@@ -11,6 +11,8 @@
 #               WINDOW_UPDATE applied to request bodies waiting for window
 #   http2client the whole HTTP/2 client handler with three requests in flight: whatever the server's bytes, no trap,
 #               and every request reported once (answered or unanswered)
+#   webpush     a browser's subscription JSON (one that parses reads back the same), a push service's answers, an
+#               aes128gcm body, a VAPID Authorization header, a Declarative Web Push message
 #
 #   ./scripts/fuzz.sh [SECONDS]        each target for SECONDS (default 60)
 #
@@ -25,7 +27,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 seed=${PUSHCHAT_FUZZ_SEED:-$((RANDOM * 32768 + RANDOM + 1))}
 runs=${PUSHCHAT_FUZZ_RUNS:--1}
-read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider fcm http2 http2client}"
+read -r -a targets <<<"${PUSHCHAT_FUZZ_TARGETS:-forms multipart binary feedback provider fcm http2 http2client webpush}"
 out="$PWD/.local/test-output/fuzz"
 mkdir -p "$out"
 

@@ -1,6 +1,7 @@
 import API
 import APNs
 import APNsTransport
+import Crypto
 import FCM
 import Foundation
 import HTTP2Client
@@ -9,17 +10,20 @@ import NIOEmbedded
 import NIOHTTP2
 import Settings
 import Support
+import WebPush
 
 /// libFuzzer entry points for every parser of untrusted bytes: the API's form bodies (urlencoded and multipart), the
 /// binary frame decoder (what the simulator reads from providers) and the gateway's error responses, and feedback
 /// tuples, the provider API's JSON bodies, what Google sends (FCM's answers, the token endpoint's, service-account
 /// files), and what an HTTP/2 server sends the push daemon (frames, header blocks, SETTINGS and WINDOW_UPDATE applied
-/// to request bodies waiting for window, and the whole client handler with requests in flight). `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
+/// to request bodies waiting for window, and the whole client handler with requests in flight), and Web Push's (a
+/// browser's subscription JSON, a push service's answers, an `aes128gcm` body and a VAPID `Authorization` header, as the
+/// simulator's push service reads them). `PUSHCHAT_FUZZ` picks one; each must never crash, hang or read out of bounds, whatever the bytes.
 ///
 /// Built with libFuzzer by `scripts/fuzz.sh` (`--sanitize fuzzer --sanitize address`, `-D FUZZING`); built normally it
 /// is `pushchat-fuzz`, a replayer, which runs every file of a corpus through the same code (what CI and the tests run).
 enum FuzzTarget: String, CaseIterable {
-    case forms, multipart, binary, feedback, provider, fcm, http2, http2client
+    case forms, multipart, binary, feedback, provider, fcm, http2, http2client, webpush
 
     static var selected: FuzzTarget {
         FuzzTarget(rawValue: ProcessInfo.processInfo.environment["PUSHCHAT_FUZZ"] ?? "") ?? .forms
@@ -98,6 +102,8 @@ enum FuzzTarget: String, CaseIterable {
             }
         case .http2client:
             HTTP2ClientFuzz.run(bytes)
+        case .webpush:
+            WebPushFuzz.run(Array(bytes))
         }
     }
 }
@@ -156,6 +162,31 @@ enum HTTP2ClientFuzz {
         private var values: [Int64] = []
         func add(_ ids: [Int64]) { lock.withLock { values += ids } }
         var ids: [Int64] { lock.withLock { values } }
+    }
+}
+
+/// Web Push's untrusted bytes: a subscription (what any caller registers: one that parses writes itself back the same,
+/// with a token of its shape), a push service's answer under each status (the first line as `Retry-After`), an
+/// `aes128gcm` body for a browser's fixed keys, a VAPID `Authorization` header, and a Declarative Web Push message.
+enum WebPushFuzz {
+    static let browser = try! P256.KeyAgreement.PrivateKey(rawRepresentation: [UInt8](repeating: 7, count: 32))
+    static let auth = [UInt8](repeating: 9, count: 16)
+
+    static func run(_ body: [UInt8]) {
+        if let subscription = try? WebPushSubscription(json: body) {
+            let again = try? WebPushSubscription(json: Array(subscription.json.utf8))
+            precondition(again == subscription, "a subscription's JSON does not read back the same")
+            precondition(WebPushSubscription.isToken(subscription.token), "a token of the wrong shape")
+            _ = (subscription.origin, subscription.authority)
+        }
+        let retryAfter = String(decoding: body.prefix { $0 != UInt8(ascii: "\n") }.prefix(16), as: UTF8.self)
+        for status in [201, 400, 401, 403, 404, 410, 413, 429, 500, 503] {
+            _ = WebPushAnswer(status: status, body: body, retryAfter: retryAfter).verdict
+        }
+        _ = try? ContentEncryption.decrypt(body, userAgentKey: browser, authSecret: auth)
+        let header = String(decoding: body, as: UTF8.self)
+        _ = try? VAPIDToken.verify(authorization: header, audience: "https://push.example", now: Date())
+        _ = WebPushMessage(json: body)
     }
 }
 
