@@ -13,6 +13,7 @@ Chromium talks to 127.0.0.1 only: every other host resolves to nothing and goes 
 """
 import base64
 import json
+import urllib.request
 import os
 import pwd
 import shutil
@@ -140,11 +141,17 @@ def main():
     browser = None
     try:
         certs = os.path.join(work, "certs")
-        gateway, feedback, status, api, push_status, fcm = (free_port() for _ in range(6))
+        gateway, feedback, status, api, push_status, fcm, webpush = (free_port() for _ in range(7))
         # The development service account's token URI names the simulator's Google port.
         subprocess.run(["bash", os.path.join(REPO, "deploy/dev-certs.sh"), certs], check=True, stdout=subprocess.DEVNULL,
                        env=dict(os.environ, PUSHCHAT_DEV_PASSPHRASE="browser-test", PUSHCHAT_DEV_FCM_PORT=str(fcm)))
         service_account = os.path.join(certs, "fcm-service-account.json")
+        # The application server's VAPID key for browsers (Web Push): its public half is what a page subscribes with.
+        vapid = os.path.join(certs, "vapid.pem")
+        made = subprocess.run([os.path.join(BIN, "pushchat-api"), "webpush", "generate-key", vapid], capture_output=True, text=True)
+        if made.returncode != 0:
+            fail(f"webpush generate-key: {made.stderr}")
+        vapid_public = made.stdout.strip().splitlines()[-1]
         if SERVICE_USER:
             group = pwd.getpwnam(SERVICE_USER).pw_gid
             for directory, _, files in os.walk(work):
@@ -163,6 +170,8 @@ def main():
             "PUSHCHAT_MIGRATIONS_DIR": os.path.join(REPO, "migrations"),
             "PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE": service_account, "PUSHCHAT_FCM_HOST": f"127.0.0.1:{fcm}",
             "PUSHCHAT_FCM_CA_FILE": os.path.join(certs, "ca.pem"),
+            "PUSHCHAT_WEBPUSH_VAPID_KEY_FILE": vapid, "PUSHCHAT_WEBPUSH_SUBJECT": "mailto:browser-test@example.com",
+            "PUSHCHAT_WEBPUSH_PRIVATE_HOSTS": f"127.0.0.1:{webpush}", "PUSHCHAT_WEBPUSH_CA_FILE": os.path.join(certs, "ca.pem"),
         })
         migrate = subprocess.run(as_service_user([os.path.join(BIN, "pushchat-api"), "migrate", "development"]),
                                  env=environment, capture_output=True, text=True, cwd=work)
@@ -176,7 +185,7 @@ def main():
 
         start("pushchat-apns-sim", ["--certs", certs, "--gateway-port", str(gateway), "--feedback-port", str(feedback),
                                     "--http2-port", "0", "--status-port", str(status), "--fcm-port", str(fcm),
-                                    "--fcm-service-account", service_account])
+                                    "--fcm-service-account", service_account, "--webpush-port", str(webpush)])
         start("pushchat-api", ["serve", "development"])
         start("pushchat-push", ["development"])
 
@@ -209,6 +218,21 @@ def main():
         if joined != 200:
             fail(f"the Android phone's join answered {joined!r}")
         print("    join (platform=fcm): OK")
+        # A browser in the same room: it subscribes (the simulator's page plays its push service) with the key the
+        # server signs with, and joins with its subscription as the token (platform=web).
+        request = urllib.request.Request(f"http://127.0.0.1:{status}/browsers", method="POST",
+                                         data=json.dumps({"app": "PushChat", "application_server_key": vapid_public}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            subscription = answer.read().decode()
+        bea_id = json.loads(subscription)["endpoint"].rsplit("/", 1)[1]
+        bea = {"udid": "e" * 40, "token": subscription, "name": "Bea", "code": "browser room"}
+        joined = browser.evaluate(
+            f"fetch('{base.removesuffix('/test')}/api.php', {{method: 'POST', body: new URLSearchParams("
+            f"{json.dumps(dict(bea, cmd='join', platform='web'))})}}).then(r => r.status)")
+        if joined != 200:
+            fail(f"the browser's join answered {joined!r}")
+        print("    join (platform=web): OK")
 
         # The simulator's page, open in a second tab before the message is sent: it must update by itself.
         screen = browser.tab()
@@ -219,7 +243,7 @@ def main():
 
         submit("api_message.html", {"udid": ann["udid"], "text": text})
         users = psql(url, "SELECT string_agg(nickname || '=' || udid, ',' ORDER BY nickname) FROM active_users")
-        if users != f"Ann={ann['udid']},Bob={bob['user_id'].lower()},Dee={dee['udid']}":
+        if users != f"Ann={ann['udid']},Bea={bea['udid']},Bob={bob['user_id'].lower()},Dee={dee['udid']}":
             fail(f"active_users holds {users!r}")
         stored = psql(url, "SELECT text FROM messages")
         if stored != text:
@@ -244,6 +268,13 @@ def main():
             fail(f"Dee's Android lock screen shows {found!r}")
         if browser.evaluate(f"document.querySelector('{android}').dataset.platform") != "android":
             fail("Dee's phone is not shown as an Android phone")
+        web = f'section.phone[data-token="{bea_id}"]'
+        found = wait_until("the message on Bea's browser lock screen", lambda: browser.evaluate(
+            f"(document.querySelector('{web}') || {{innerText: ''}}).innerText"), timeout=15)
+        if "Ann" not in found or text not in found or "Browser" not in found:
+            fail(f"Bea's browser lock screen shows {found!r}")
+        if browser.evaluate(f"document.querySelector('{web}').dataset.platform") != "browser":
+            fail("Bea's browser is not shown as a browser")
         if browser.evaluate(f"document.querySelector('{selector}').dataset.platform") != "iphone":
             fail("Bob's phone is not shown as an iPhone")
         if browser.evaluate(f"document.querySelector('section.phone[data-token=\"{ann['token']}\"]') !== null"):
@@ -252,7 +283,7 @@ def main():
             url, f"SELECT count(*) FROM push_deliveries WHERE device_token = '{bob['token']}' AND time_sent IS NOT NULL") == "1")
         screenshot = os.path.join(OUTPUT, "lock-screen.png")
         browser.screenshot(screenshot)
-        print(f"    the message is on Bob's iPhone and Dee's Android lock screens (the open page updated itself); screenshot: {screenshot}")
+        print(f"    the message is on Bob's iPhone, Dee's Android and Bea's browser lock screens (the open page updated itself); screenshot: {screenshot}")
     finally:
         if browser:
             browser.close()

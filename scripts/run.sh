@@ -86,6 +86,7 @@ feedback_port=$(port_or_free 2196)
 status_port=$(port_or_free 8095)
 http2_port=$(port_or_free 2197)
 fcm_port=$(port_or_free 2198)
+webpush_port=$(port_or_free 2199)
 # The development service account, its token URI pointing at the simulator's port.
 sed "s#https://127.0.0.1:[0-9]*/token#https://127.0.0.1:$fcm_port/token#" .local/certs/fcm-service-account.json >.local/fcm-service-account.json
 chmod 600 .local/fcm-service-account.json
@@ -99,7 +100,8 @@ webhook_secret=$("$bin/pushchat-api" webhooks add simulator development --app be
 echo "==> starting the APNs and FCM simulator (record: log/apns-sim-notifications.jsonl)"
 "$bin/pushchat-apns-sim" --certs .local/certs --gateway-port "$gateway_port" --feedback-port "$feedback_port" \
     --http2-port "$http2_port" --status-port "$status_port" --record log/apns-sim-notifications.jsonl \
-    --fcm-port "$fcm_port" --fcm-service-account .local/fcm-service-account.json --webhook-secret "$webhook_secret" &
+    --fcm-port "$fcm_port" --fcm-service-account .local/fcm-service-account.json --webhook-secret "$webhook_secret" \
+    --webpush-port "$webpush_port" &
 children+=($!)
 wait_for_port "$gateway_port"
 export PUSHCHAT_APNS_GATEWAY="127.0.0.1:$gateway_port" PUSHCHAT_APNS_FEEDBACK="127.0.0.1:$feedback_port"
@@ -110,6 +112,11 @@ export PUSHCHAT_APNS_KEY_ID=${PUSHCHAT_APNS_KEY_ID:-DEVKEY0001} PUSHCHAT_APNS_TE
 # Android: FCM through the simulator's Google side, with the development service account.
 export PUSHCHAT_FCM_SERVICE_ACCOUNT_FILE="$PWD/.local/fcm-service-account.json" PUSHCHAT_FCM_HOST="127.0.0.1:$fcm_port"
 export PUSHCHAT_FCM_CA_FILE="$PWD/.local/certs/ca.pem"
+# Browsers: Web Push through the simulator's push service, signed with a development VAPID key (made once).
+[ -s .local/vapid.pem ] || "$bin/pushchat-api" webpush generate-key .local/vapid.pem >/dev/null
+vapid_public=$("$bin/pushchat-api" webpush public-key .local/vapid.pem)
+export PUSHCHAT_WEBPUSH_VAPID_KEY_FILE="$PWD/.local/vapid.pem" PUSHCHAT_WEBPUSH_SUBJECT=mailto:dev@example.com
+export PUSHCHAT_WEBPUSH_PRIVATE_HOSTS="127.0.0.1:$webpush_port" PUSHCHAT_WEBPUSH_CA_FILE="$PWD/.local/certs/ca.pem"
 
 api_port=$(port_or_free "${PUSHCHAT_API_PORT:-44447}")
 export PUSHCHAT_API_HOST=${PUSHCHAT_API_HOST:-127.0.0.1} PUSHCHAT_API_PORT=$api_port
@@ -144,6 +151,13 @@ api="http://127.0.0.1:$api_port"
 android_token="dKx3dEmo0android:APA91bH$(printf 'Q%.0s' {1..140})"
 curl -s -o /dev/null -d cmd=join -d udid="$(printf '%040d' 9)" -d token="$android_token" -d name=Dee -d code=demo -d platform=fcm "$api/api.php" \
     || echo "    (could not join the demo Android phone)" >&2
+# And a browser: it subscribes on the simulator's page (its push service) with the server's VAPID key, then joins.
+wait_for_port "$status_port"
+subscription=$(curl -s -X POST -H 'Content-Type: application/json' \
+    --data "{\"app\":\"PushChat\",\"application_server_key\":\"$vapid_public\"}" "http://127.0.0.1:$status_port/browsers")
+curl -s -o /dev/null --data-urlencode cmd=join --data-urlencode udid="$(printf '%040d' 10)" --data-urlencode "token=$subscription" \
+    --data-urlencode name=Bea --data-urlencode code=demo --data-urlencode platform=web "$api/api.php" \
+    || echo "    (could not join the demo browser)" >&2
 cat <<TXT
 
 PushChat Server is running (development mode).
@@ -153,9 +167,11 @@ PushChat Server is running (development mode).
                  $api/test/api_join.html   $api/test/api_message.html   (2011 app: udid)
                  $api/test/api_join_2013.html   $api/test/api_message_2013.html   (2013 app: user_id)
   Database check $api/test/database
-  Arrived        http://127.0.0.1:$status_port/  (the simulator: a lock screen per iPhone and Android phone, updating
+  Arrived        http://127.0.0.1:$status_port/  (the simulator: a lock screen per iPhone, Android phone and browser, updating
                  live; the same as JSON at /status.json)
   Android        Dee's Android phone is in the room "demo" (platform=fcm): messages there go out over FCM too
+  Browser        Bea's browser is in the room "demo" (platform=web): messages there go out over Web Push too,
+                 encrypted for it and signed with .local/vapid.pem
                  log/apns-sim-notifications.jsonl (every notification the simulator accepted)
   Apps           export PUSHCHAT_DATABASE_URL='$PUSHCHAT_DATABASE_URL'   (in another shell first: the commands read it)
                  $bin/pushchat-api apps list development   (default: the chat API; beta: its own key and topic)
