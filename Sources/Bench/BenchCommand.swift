@@ -32,7 +32,7 @@ struct BenchCommand: AsyncParsableCommand {
     var clients = 32
     @Option(
         help:
-            "Only these figure groups, comma-separated: simulator, drain, http2, memory, latency, api, fanout, feedback, rounds, apps, fcm, broadcast, webhooks, chat (soak: with --soak-minutes)."
+            "Only these figure groups, comma-separated: simulator, drain, http2, memory, latency, api, fanout, feedback, rounds, apps, fcm, broadcast, webhooks, webpush, chat (soak: with --soak-minutes)."
     )
     var only: String?
     @Option(name: .customLong("rtt-ms"), help: "Apple's distance: every byte between the daemon and the simulator delayed N/2 ms each way.")

@@ -131,6 +131,7 @@ extension Bench {
         if groups.contains("soak") { results += try await soak(minutes: plan.soakMinutes, rate: plan.soakRate) }
         if groups.contains("apps") { results += try await appFairness(rows: plan.memoryRows) }
         if groups.contains("fcm") { results += try await fcmFigures(plan) }
+        if groups.contains("webpush") { results += try await webPushFigures(plan) }
         if groups.contains("webhooks") {
             results += try await webhookBroadcasts(devices: plan.broadcastDevices, transport: "http2")
         }

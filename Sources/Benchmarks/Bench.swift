@@ -9,6 +9,7 @@ import Settings
 import Simulator
 import Storage
 import Support
+import WebPush
 
 /// One benchmark run: a fresh database, the simulator in this process (or, in the field, a process of its own), the
 /// daemon binaries as child processes.
@@ -27,6 +28,9 @@ package final class Bench: Sendable {
     let environment: [String: String]
     /// What a daemon needs to send Android rows through the simulator's FCM (the FCM figures add it).
     let fcmEnvironment: [String: String]
+    /// What a daemon needs to reach the simulator's browsers (the Web Push figures add it), and the key it signs with.
+    let webEnvironment: [String: String]
+    let vapidKey: VAPIDKey
     /// `--env`: applied last, over each figure's own settings.
     let overrides: [String: String]
     let binDir: String
@@ -44,6 +48,8 @@ package final class Bench: Sendable {
         ports: APNsSimulator.Ports,
         environment: [String: String],
         fcmEnvironment: [String: String],
+        webEnvironment: [String: String],
+        vapidKey: VAPIDKey,
         overrides: [String: String],
         binDir: String,
         field: FieldProcesses,
@@ -59,6 +65,8 @@ package final class Bench: Sendable {
         self.ports = ports
         self.environment = environment
         self.fcmEnvironment = fcmEnvironment
+        self.webEnvironment = webEnvironment
+        self.vapidKey = vapidKey
         self.overrides = overrides
         self.binDir = binDir
         self.logger = logger
@@ -115,6 +123,12 @@ package final class Bench: Sendable {
             configuration.fcmPort = fcmPort
             configuration.fcm.accounts = [SimulatorConfiguration.FCMAccount(try ServiceAccount(file: accountFile))]
         }
+        // The browsers' push service, as far away as the other far ends (each answer delayed by the round trip).
+        configuration.webPushPort = 0
+        if rtt > .zero { configuration.webPush.answerDelay = rtt }
+        let vapidKey = VAPIDKey.generate()
+        let vapidFile = NSTemporaryDirectory() + "pushchat-bench-vapid-\(getpid()).pem"
+        try vapidKey.pem.write(toFile: vapidFile, atomically: true, encoding: .utf8)
         // Any free port: its POST /webhooks is the webhook figure's receiver.
         configuration.statusPort = 0
         configuration.keepAll = false
@@ -188,6 +202,13 @@ package final class Bench: Sendable {
                 "PUSHCHAT_FCM_HOST": "127.0.0.1:\(fcmHostPort)",
                 "PUSHCHAT_FCM_CA_FILE": certs + "/ca.pem",
             ],
+            webEnvironment: [
+                "PUSHCHAT_WEBPUSH_VAPID_KEY_FILE": vapidFile,
+                "PUSHCHAT_WEBPUSH_SUBJECT": "mailto:bench@example.com",
+                "PUSHCHAT_WEBPUSH_PRIVATE_HOSTS": "127.0.0.1:\(inProcessPorts.webPush ?? 0)",
+                "PUSHCHAT_WEBPUSH_CA_FILE": URL(fileURLWithPath: certs + "/ca.pem").standardizedFileURL.path,
+            ],
+            vapidKey: vapidKey,
             overrides: overrides,
             binDir: binDir,
             field: processes,
@@ -196,6 +217,7 @@ package final class Bench: Sendable {
         ) {
             processes.stop()
             try? FileManager.default.removeItem(atPath: accountFile)
+            try? FileManager.default.removeItem(atPath: vapidFile)
             for proxy in started { await proxy.stop() }
             stopContinuation.finish()
             _ = try? await running.value
@@ -226,7 +248,7 @@ package final class Bench: Sendable {
         fresh: Bool = true,
         platform: Platform = .apns
     ) async throws -> (figures: [Figure], rate: Double) {
-        progress("drain (\(platform == .fcm ? "FCM" : transport.rawValue))")
+        progress("drain (\(platform == .fcm ? "FCM" : platform == .web ? "Web Push" : transport.rawValue))")
         // A fresh queue (truncated and vacuumed), or rows added behind the earlier rounds' (back-to-back drains).
         if fresh { try await truncate("push_queue, push_history") }
         let firstID = try await scalar("SELECT coalesce(max(message_id), 0) FROM \(deliveries)")
@@ -250,13 +272,21 @@ package final class Bench: Sendable {
                 """
             )
         case .web:
-            // Not a platform this drain measures.
-            throw BenchError("the drain bench sends to APNs or FCM, not to browsers")
+            // Browsers of the simulator's push service, subscribed once; the chat's Declarative Web Push message.
+            let tokens = try await browsers(rows)
+            try await query(
+                """
+                INSERT INTO push_queue (platform, device_token, payload)
+                SELECT 'web', t, '{"web_push":8030,"notification":{"title":"Ann","body":"message number ' || n || '","navigate":"/"}}'
+                FROM unnest(\(tokens)::text[]) WITH ORDINALITY AS u(t, n)
+                """ as PostgresQuery
+            )
         }
         if fresh { try await query("VACUUM ANALYZE push_queue") }
         let acceptedBefore = try await accepted()
         var daemonEnvironment = ["PUSHCHAT_APNS_TRANSPORT": transport.rawValue, "PUSHCHAT_APNS_CONNECTIONS": "\(connections)"]
         if platform == .fcm { daemonEnvironment.merge(fcmEnvironment) { $1 } }
+        if platform == .web { daemonEnvironment.merge(webEnvironment) { $1 } }
         let processes = try (0..<daemons).map { _ in try startDaemon(extra: daemonEnvironment) }
         func stopDaemons() {
             for process in processes where process.isRunning { process.terminate() }
@@ -453,6 +483,12 @@ package final class Bench: Sendable {
     /// How many notifications the gateway has accepted so far (in this process, or from the simulator's status page).
     func accepted() async throws -> Int {
         try await field.accepted() ?? simulator.state.counters.accepted
+    }
+
+    func query(_ query: PostgresQuery) async throws {
+        try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
+            try await connection.query(query, logger: logger)
+        }
     }
 
     func query(_ sql: String) async throws {

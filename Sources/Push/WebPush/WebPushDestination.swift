@@ -51,7 +51,9 @@ struct WebPushDestination: Destination {
         case .unusable(let reason): return .invalid(reason)
         case nil: return .notNow("the browser's subscription was not read with its row")
         }
-        let headers = WebPushHeaders(expiration: row.expiration, priority: row.priority, collapseID: row.collapseID, now: now)
+        // A row without a priority has the daemon's (`apns_priority`, 10: a chat message is urgent on every platform).
+        let priority = row.priority ?? Int(settings.priority)
+        let headers = WebPushHeaders(expiration: row.expiration, priority: priority, collapseID: row.collapseID, now: now)
         do {
             let authorization = try vapid.authorization(for: subscription.origin, now: now)
             let wire = try WebPushRequest(
