@@ -188,7 +188,7 @@ let package = Package(
         .target(
             name: "Benchmarks",
             dependencies: [
-                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "Simulator", "Push", "FCM", "WebPush",
+                "Support", "Settings", "Observability", "APNs", "APNsTransport", "Storage", "Simulator", "Push", "FCM", "WebPush", crypto,
                 postgres, logging,
                 nioCore, nioPosix, nioHTTP1, nioSSL, nioConcurrencyHelpers,
             ],

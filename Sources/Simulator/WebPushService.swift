@@ -39,6 +39,9 @@ package final class WebPushService: Sendable {
         var browsers: [String: Browser] = [:]
         var origin = "https://127.0.0.1"
         var messages: UInt32 = 0
+        /// `Authorization` headers whose token verified, with its expiry: a sender reuses one for hours, and a push
+        /// service checks its signature once (bounded: cleared past 1,024).
+        var verified: [String: Int64] = [:]
     }
 
     package init(options: SimulatorConfiguration.WebPushOptions) { self.options = options }
@@ -101,10 +104,20 @@ package final class WebPushService: Sendable {
             return refuse(status, "answering \(status) (--webpush-answer)", retryAfter: status == 429 || status == 503 ? 1 : nil)
         }
         guard let authorization = headers["authorization"] else { return refuse(401, "no VAPID Authorization") }
-        do {
-            _ = try VAPIDToken.verify(authorization: authorization, audience: origin, now: now)
-        } catch {
-            return refuse(401, "VAPID: \(error.reason)")
+        let seconds = Int64(now.timeIntervalSince1970)
+        if let expires = state.withLockedValue({ $0.verified[authorization] }), expires > seconds {
+            // Verified before and not expired: the same token, the same answer.
+        } else {
+            let token: VAPIDToken
+            do {
+                token = try VAPIDToken.verify(authorization: authorization, audience: origin, now: now)
+            } catch {
+                return refuse(401, "VAPID: \(error.reason)")
+            }
+            state.withLockedValue { storage in
+                if storage.verified.count >= 1_024 { storage.verified = [:] }
+                storage.verified[authorization] = token.expires
+            }
         }
         if let expected = browser.applicationServerKey, !authorization.hasSuffix("k=\(expected)") {
             return refuse(403, "VAPID: the key is not the one the subscription was made with")

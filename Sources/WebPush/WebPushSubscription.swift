@@ -13,6 +13,8 @@ package struct WebPushSubscription: Sendable, Equatable {
     package let userAgentKey: P256.KeyAgreement.PublicKey
     /// The browser's authentication secret (`keys.auth`), 16 bytes.
     package let authSecret: [UInt8]
+    /// ``userAgentKey`` as its 65 uncompressed bytes, serialized once (every message's keys mix them in).
+    package let userAgentPublic: [UInt8]
 
     /// The most an endpoint URL may hold (push services' are under 500 characters).
     package static let maximumEndpointLength = 1_024
@@ -25,6 +27,7 @@ package struct WebPushSubscription: Sendable, Equatable {
         self.endpoint = endpoint
         self.userAgentKey = userAgentKey
         self.authSecret = authSecret
+        self.userAgentPublic = Array(userAgentKey.x963Representation)
     }
 
     /// Reads the JSON a browser's `PushSubscription.toJSON()` gives (`expirationTime` and other members are ignored).
@@ -125,7 +128,7 @@ package struct WebPushSubscription: Sendable, Equatable {
     }
 
     /// `keys.p256dh` as browsers write it (base64url without padding).
-    package var p256dh: String { Base64URL.encode(Array(userAgentKey.x963Representation)) }
+    package var p256dh: String { Base64URL.encode(userAgentPublic) }
 
     /// `keys.auth` as browsers write it.
     package var auth: String { Base64URL.encode(authSecret) }
@@ -137,7 +140,7 @@ package struct WebPushSubscription: Sendable, Equatable {
 
     package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.endpoint == rhs.endpoint && lhs.authSecret == rhs.authSecret
-            && lhs.userAgentKey.x963Representation == rhs.userAgentKey.x963Representation
+            && lhs.userAgentPublic == rhs.userAgentPublic
     }
 
     /// base64url with or without `=` padding; nil when it is not.

@@ -1,4 +1,5 @@
 import APNs
+import Foundation
 import NIOConcurrencyHelpers
 import Settings
 import Storage
@@ -6,8 +7,8 @@ import Support
 import WebPush
 
 /// The subscriptions of the web rows a sender holds, loaded with each claim (``SubscribedRows``) and read when a row
-/// is encoded: what its message is encrypted for and where it goes. Bounded: past ``limit`` entries only the last
-/// claim's are kept (a row is encoded within a window of its claim).
+/// is encoded: what its message is encrypted for and where it goes. Bounded: at most ``limit`` entries, the latest
+/// claims' (a row is encoded within a window of its claim).
 final class WebSubscriptions: Sendable {
     enum Entry: Sendable {
         case subscribed(WebPushSubscription)
@@ -17,11 +18,19 @@ final class WebSubscriptions: Sendable {
         case unusable(String)
     }
 
+    /// Entries kept: the last claims' (at least half this many rows), far more than a sender holds in flight.
     static let limit = 50_000
 
-    private let entries = NIOLockedValueBox<[String: Entry]>([:])
+    /// The entries of the latest claims, and of those before them: a row claimed a while ago (written again after
+    /// its connection dropped) still finds its subscription.
+    private struct Generations {
+        var current: [String: Entry] = [:]
+        var previous: [String: Entry] = [:]
+    }
 
-    func entry(_ token: String) -> Entry? { entries.withLockedValue { $0[token] } }
+    private let entries = NIOLockedValueBox(Generations())
+
+    func entry(_ token: String) -> Entry? { entries.withLockedValue { $0.current[token] ?? $0.previous[token] } }
 
     /// Notes `records` as the subscriptions of `tokens` (a token without a record is gone).
     func store(_ records: [WebSubscriptionRecord], for tokens: [String]) {
@@ -29,8 +38,16 @@ final class WebSubscriptions: Sendable {
         for token in tokens { batch[token] = .gone }
         for record in records {
             let keys: WebPushSubscription
-            do {
-                keys = try WebPushSubscription(json: Array(Self.json(record).utf8))
+            do throws(WebPushError) {
+                // Checked as the API checked it, without a JSON round trip (a claim reads a thousand at a time).
+                guard let endpoint = URL(string: record.endpoint) else {
+                    throw WebPushError(code: .badEndpoint, reason: "the endpoint is not a URL")
+                }
+                keys = try WebPushSubscription(
+                    endpoint: endpoint,
+                    userAgentKey: try WebPushSubscription.userAgentKey(record.p256dh),
+                    authSecret: try WebPushSubscription.authSecret(record.auth)
+                )
             } catch {
                 batch[record.token] = .unusable("the stored subscription is unusable: \(error.reason)")
                 continue
@@ -38,14 +55,12 @@ final class WebSubscriptions: Sendable {
             batch[record.token] = .subscribed(keys)
         }
         entries.withLockedValue { entries in
-            if entries.count + batch.count > Self.limit { entries = [:] }
-            entries.merge(batch) { $1 }
+            if entries.current.count + batch.count > Self.limit / 2 {
+                entries.previous = entries.current
+                entries.current = [:]
+            }
+            entries.current.merge(batch) { $1 }
         }
-    }
-
-    static func json(_ record: WebSubscriptionRecord) -> String {
-        #"{"endpoint":"# + JSONText.quoted(record.endpoint) + #","keys":{"p256dh":""# + record.p256dh + #"","auth":""#
-            + record.auth + #""}}"#
     }
 }
 
