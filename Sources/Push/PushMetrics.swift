@@ -15,7 +15,8 @@ import Storage
 /// | `pushchat.push.in_flight{app,platform,connection}` | gauge | written, not yet known accepted |
 /// | `pushchat.push.claim.duration` | histogram | one claim statement |
 /// | `pushchat.push.mark.duration` | histogram | one round of result statements |
-/// | `pushchat.gateway.connected{app,platform}` | gauge | gateway connections up, by app and platform (APNs or FCM) |
+/// | `pushchat.gateway.connected{app,platform}` | gauge | gateway connections up, by app and platform (APNs or FCM; browsers: senders ready) |
+/// | `pushchat.webpush.connections{app}` | gauge | browsers' push services' connections open (closed when idle, at most `webpush_max_connections` idle) |
 /// | `pushchat.gateway.reconnects` | counter | connection attempts after the first |
 /// | `pushchat.queue.depth` | gauge | rows waiting (sampled) |
 /// | `pushchat.queue.oldest_pending_age` | gauge | seconds the oldest waiting row has waited (sampled) |
@@ -75,6 +76,11 @@ package struct PushMetrics: Sendable {
     /// Apple" and "no connection to Google" are told apart.
     func gatewayConnected(app: String, platform: String) -> Meter {
         registry.meter("pushchat.gateway.connected", [("app", app), ("platform", platform)])
+    }
+
+    /// Push services' connections open for an app's browsers (`pushchat_webpush_connections{app}`).
+    func webPushConnections(app: String) -> Meter {
+        registry.meter("pushchat.webpush.connections", [("app", app)])
     }
 
     /// An FCM access token the token URI refused or did not give (`pushchat_fcm_token_failures_total{app}`): the app's

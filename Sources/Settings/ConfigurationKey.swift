@@ -83,6 +83,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case webPushPrivateHosts = "webpush_private_hosts"
     case webPushCAFile = "webpush_ca_file"
     case webPushPublicKey = "webpush_public_key"
+    case webPushMaxConnections = "webpush_max_connections"
 
     /// The key as written in the configuration file.
     package var fileKey: String { rawValue }

@@ -20,6 +20,10 @@ package struct WebPushSettings: Sendable {
     /// generate-key` prints it): what the API serves to pages when it may not read the key file (the guide keeps
     /// the private key from the API's user). Default: derived from `webpush_vapid_key_file` where it can be read.
     package var publicKey: String?
+    /// Push services' connections a sender's link keeps open with nothing in flight (`webpush_max_connections`):
+    /// beyond it, the least recently used idle one closes when another push service is needed. Each also closes after
+    /// `apns_connection_idle` without work. Default 64.
+    package var maxConnections = 64
 
     package init() {}
 
@@ -34,6 +38,7 @@ package struct WebPushSettings: Sendable {
         }
         privateHosts = try Configuration.hostPorts(.webPushPrivateHosts, source) ?? privateHosts
         caFile = try Configuration.absolutePath(.webPushCAFile, source)
+        maxConnections = try Configuration.integer(.webPushMaxConnections, source, in: 1...10_000) ?? maxConnections
         if let key = source.value(.webPushPublicKey) {
             let alphabet = key.utf8.allSatisfy { byte in
                 (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F

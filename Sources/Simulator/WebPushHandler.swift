@@ -58,7 +58,8 @@ final class WebPushHandler: ChannelInboundHandler {
                 path: request.headers.first(name: ":path") ?? "",
                 headers: headers,
                 body: Array(request.body.readableBytesView),
-                now: Date()
+                now: Date(),
+                authority: request.headers.first(name: ":authority")
             )
         }
         if let delivered = answer.delivered {

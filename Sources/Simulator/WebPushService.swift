@@ -90,14 +90,17 @@ package final class WebPushService: Sendable {
     }
 
     /// The answer to `POST path` with `headers` (lower-case names) and `body`.
-    package func receive(path: String, headers: [String: String], body: [UInt8], now: Date) -> Answer {
+    /// The VAPID token's audience must be the origin the request was sent to (`authority`, its `:authority`; the
+    /// service's own origin when nil): behind a proxy on another port, that port's origin.
+    package func receive(path: String, headers: [String: String], body: [UInt8], now: Date, authority: String? = nil) -> Answer {
         func refuse(_ status: Int, _ reason: String, retryAfter: Int? = nil) -> Answer {
             Answer(status: status, reason: reason, retryAfter: retryAfter, delivered: nil)
         }
         let prefix = "/push/"
         guard path.hasPrefix(prefix) else { return refuse(404, "no such push resource") }
         let id = String(path.dropFirst(prefix.count))
-        let (found, origin) = state.withLockedValue { ($0.browsers[id], $0.origin) }
+        let (found, ownOrigin) = state.withLockedValue { ($0.browsers[id], $0.origin) }
+        let origin = authority.map { "https://" + ($0.hasSuffix(":443") ? String($0.dropLast(4)) : $0).lowercased() } ?? ownOrigin
         guard let browser = found else { return refuse(404, "no such subscription") }
         guard !browser.gone else { return refuse(410, "the subscription has expired or was unsubscribed") }
         if let status = options.answer {

@@ -255,7 +255,7 @@ package struct PushQueue: Sendable {
                        count(*) FILTER (WHERE due) AS due, min(time_queued) FILTER (WHERE due) AS due_oldest
                 FROM waiting GROUP BY app, platform
             ), lanes AS (
-                SELECT a.name AS app, p.platform FROM apps a CROSS JOIN (VALUES ('apns'), ('fcm')) AS p (platform)
+                SELECT a.name AS app, p.platform FROM apps a CROSS JOIN (VALUES ('apns'), ('fcm'), ('web')) AS p (platform)
                 WHERE a.disabled_at IS NULL
             )
             SELECT coalesce(c.app, l.app), coalesce(c.platform, l.platform), l.app IS NOT NULL, coalesce(c.n, 0),

@@ -220,12 +220,97 @@ import Testing
             }
             var apnsOverHTTP2 = configuration
             apnsOverHTTP2.apns.host = Endpoint(host: "127.0.0.1", port: harness.ports.http2)
-            try await Self.withDaemon(harness, apnsOverHTTP2) {
+            try await harness.withDaemonStatus(apnsOverHTTP2) { port in
                 try await harness.waitUntilAllSent(2)
-                try await Task.sleep(for: .seconds(1))
+                // The figures by app and platform: gamma's browser row waits (the queue-late alert sees it), beta's went
+                // out on its own push service connection.
+                try await harness.waitUntil("the lanes are sampled since") {
+                    let scrape = try await LoopbackHTTP.scrape(port: port)
+                    return scrape[#"pushchat_app_pending{app="gamma",platform="web"}"#] == 1
+                        && scrape[#"pushchat_app_pending{app="beta",platform="web"}"#] == 0
+                }
+                let scrape = try await LoopbackHTTP.scrape(port: port)
+                #expect(scrape.number(#"pushchat_app_oldest_pending_age_seconds{app="gamma",platform="web"}"#) >= 0)
+                #expect(scrape[#"pushchat_app_sent{app="beta"}"#] == 1)
+                #expect(scrape[#"pushchat_gateway_connected{app="beta",platform="web"}"#] == 1, "beta's browser sender is ready")
+                #expect(scrape[#"pushchat_webpush_connections{app="beta"}"#] == 1, "one push service, one connection")
             }
             #expect(Set(harness.simulator.state.accepted.map(\.token)) == [own.id, beta.id])
             #expect(try await harness.count("app = 'gamma' AND time_sent IS NULL AND time_failed IS NULL") == 1, "gamma has no key: waits")
+        }
+    }
+
+    /// A browser subscribed through `service` (a proxy on its own port: another origin, as another push service is),
+    /// stored as the API stores it.
+    static func subscribe(_ harness: PushHarness, _ key: VAPIDKey, via service: TCPProxy) async throws -> String {
+        let json = harness.simulator.state.webPush.subscribe(app: "default", applicationServerKey: key.publicKey)
+        let subscription = try WebPushSubscription(json: Array(json.utf8))
+        let endpoint = "https://127.0.0.1:\(service.port)\(subscription.endpoint.path)"
+        let token = WebPushSubscription.token(endpoint: endpoint)
+        try await store(harness, token: token, endpoint: endpoint, subscription: subscription)
+        return token
+    }
+
+    /// Browsers on two push services (two origins: proxies on two ports in front of the simulator's push service,
+    /// each counting the connections it forwards). A push service's connection closes once idle for
+    /// `apns_connection_idle`, and with `webpush_max_connections` 1 the least recently used idle one closes when
+    /// another push service is needed; each opens again when a row needs it. The interactive sender never closes its
+    /// link, so without this its connections would pile up, one per push service ever named.
+    @Test func pushServicesConnectionsCloseWhenIdleAndTheLeastRecentlyUsedMakesRoom() async throws {
+        try await Self.run { harness, configuration, key in
+            let upstream = try #require(harness.ports.webPush)
+            let first = TCPProxy(upstreamPort: upstream)
+            let second = TCPProxy(upstreamPort: upstream)
+            try await first.start()
+            try await second.start()
+            var configuration = configuration
+            configuration.webPush.privateHosts = ["127.0.0.1:\(first.port)", "127.0.0.1:\(second.port)"]
+            let a = try await Self.subscribe(harness, key, via: first)
+            let b = try await Self.subscribe(harness, key, via: second)
+            @Sendable func send(_ token: String) async throws {
+                try await Self.queue(harness, [token])
+                try await harness.waitUntil("the row is sent") { try await harness.count("time_sent IS NULL") == 0 }
+            }
+
+            // Idle: each closes after a second without work, and opens again when a row needs it.
+            var idle = configuration
+            idle.push.connectionIdle = .seconds(1)
+            try await harness.withDaemonStatus(idle) { port in
+                try await send(a)
+                try await send(b)
+                #expect(first.connections.forwarded == 1 && second.connections.forwarded == 1)
+                try await harness.waitUntil(timeout: .seconds(10), "both push services' connections closed idle") {
+                    first.connections.open == 0 && second.connections.open == 0
+                }
+                #expect(try await LoopbackHTTP.scrape(port: port)[#"pushchat_webpush_connections{app="default"}"#] == 0)
+                try await send(a)
+                #expect(first.connections.forwarded == 2, "a new connection for the next row")
+                #expect(first.connections.open == 1)
+            }
+
+            // The limit: one idle connection at most; the least recently used makes room, the busy one is kept.
+            var limited = configuration
+            limited.push.connectionIdle = .seconds(300)
+            limited.webPush.maxConnections = 1
+            let before = (first.connections.forwarded, second.connections.forwarded)
+            try await harness.withDaemonStatus(limited) { port in
+                try await send(a)
+                #expect(first.connections.open == 1)
+                try await send(b)
+                try await harness.waitUntil(timeout: .seconds(10), "the first push service's idle connection made room") {
+                    first.connections.open == 0 && second.connections.open == 1
+                }
+                try await send(a)
+                try await harness.waitUntil(timeout: .seconds(10), "then the second's") {
+                    first.connections.open == 1 && second.connections.open == 0
+                }
+                #expect(first.connections.forwarded - before.0 == 2 && second.connections.forwarded - before.1 == 1)
+                #expect(try await LoopbackHTTP.scrape(port: port)[#"pushchat_webpush_connections{app="default"}"#] == 1)
+            }
+            let delivered = harness.simulator.state.accepted.filter { $0.format == "web" }
+            #expect(delivered.count == 6, "each row once, through whichever push service its browser named")
+            await first.stop()
+            await second.stop()
         }
     }
 }

@@ -23,6 +23,10 @@ protocol Destination: Sendable {
     /// for the binary interface.
     var interface: String { get }
 
+    /// What the driver logs when ``withLink(_:)`` has given it a link (`Connection OK (HTTP/2)`): by default the
+    /// connection's line; a destination whose link connects later says so (and logs each connection itself).
+    var linkOpenedLine: String { get }
+
     /// Opens a connection with the destination's credentials and runs `body` while it is open; closes it after. A
     /// connection that cannot be opened throws (the driver waits out its backoff and tries again).
     func withLink<Result: Sendable>(_ body: (Link) async -> Result) async throws -> Result
@@ -42,6 +46,8 @@ protocol Destination: Sendable {
 
 extension Destination {
     var opensConnectionsOnDemand: Bool { true }
+
+    var linkOpenedLine: String { "Connection OK\(interface)" }
 
     func rows(_ rows: any RowSource) -> any RowSource { rows }
 }

@@ -138,7 +138,7 @@ struct SenderDriver<D: Destination>: Sendable {
 
     /// The connection's claimer, writer and reader, until the link has reported its end.
     private func run(_ link: D.Link, session: LinkSession, inFlight: Meter) async {
-        logger.info("Connection OK\(destination.interface)")
+        logger.info("\(destination.linkOpenedLine)")
         demand?.opened(index)
         status.connectionOpened()
         let connected = metrics.gatewayConnected(app: context.rows.app, platform: context.rows.platform.rawValue)

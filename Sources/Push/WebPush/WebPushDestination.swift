@@ -1,6 +1,8 @@
 import APNs
 import Foundation
 import HTTP2Client
+import Logging
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
@@ -23,18 +25,29 @@ struct WebPushDestination: Destination {
     let vapid: VAPIDSigner
     let privateHosts: Set<String>
     let settings: PushSettings
+    /// `webpush_max_connections`: idle push services' connections a link keeps at most.
+    let maxConnections: Int
+    /// `pushchat_webpush_connections{app}`.
+    let connections: Meter
+    let logger: Logger
 
     var endpoint: String { "browsers' push services" }
 
     /// Each claim's subscriptions read beside it.
     func rows(_ rows: any RowSource) -> any RowSource { SubscribedRows(base: rows, subscriptions: subscriptions) }
     var interface: String { " (Web Push)" }
+    /// The link opens a push service's connection when a row first needs it, and logs `Connection OK (Web Push)` then.
+    var linkOpenedLine: String { "Ready for browsers (Web Push): a push service's connection opens when a row needs it" }
 
     func withLink<Result: Sendable>(_ body: (WebPushLink) async -> Result) async throws -> Result {
         let link = WebPushLink(
             connector: connector,
             privateHosts: privateHosts,
             drainTimeout: settings.requestTimeout + .seconds(1),
+            limit: maxConnections,
+            idle: settings.connectionIdle,
+            connections: connections,
+            logger: logger,
             verdict: verdict
         )
         let result = await body(link)

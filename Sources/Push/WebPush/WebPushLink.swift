@@ -1,6 +1,8 @@
 import APNs
 import Foundation
 import HTTP2Client
+import Logging
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import Support
@@ -18,88 +20,92 @@ final class WebPushLink: DestinationLink, Sendable {
     let privateHosts: Set<String>
     let drainTimeout: Duration
     let verdict: @Sendable (HTTP2Answer) -> Verdict
+    let logger: Logger
+    /// Push services' connections open (`pushchat_webpush_connections{app}`).
+    let connections: Meter
     private let events: AsyncStream<LinkEvent>
     private let continuation: AsyncStream<LinkEvent>.Continuation
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<PushServiceConnections<Connection, WebPushWire>>
 
-    /// What the connections are doing.
-    private struct State {
-        var origins: [String: Origin] = [:]
-        /// Connections open or opening, and their readers: the link's last event waits for all of them.
-        var parts = 0
-        var closing = false
-        var closedReported = false
-        var nextID = 0
-    }
-
-    private enum Origin {
-        /// Being opened: what was sent for it meanwhile.
-        case opening([WebPushWire])
-        case open(Connection)
-    }
-
-    private struct Connection: Sendable {
-        let id: Int
+    /// What closes a push service's connection.
+    struct Connection: Sendable {
         let channel: any Channel
         let handler: NIOLoopBound<HTTP2ClientHandler>
-        var maxStreams: Int?
+
+        func close() async {
+            let handler = self.handler
+            try? await handler.eventLoop.submit { handler.value.close() }.get()
+        }
     }
 
     /// A push service's usual SETTINGS_MAX_CONCURRENT_STREAMS until one says otherwise (RFC 9113 recommends at least 100).
     var initialWindow: Int { 100 }
 
+    /// `limit` connections at most kept open with nothing in flight (`webpush_max_connections`), each closed after
+    /// `idle` without work (`apns_connection_idle`).
     init(
         connector: HTTP2Connector,
         privateHosts: Set<String>,
         drainTimeout: Duration,
+        limit: Int,
+        idle: Duration,
+        connections: Meter,
+        logger: Logger,
         verdict: @escaping @Sendable (HTTP2Answer) -> Verdict
     ) {
+        self.connections = connections
         self.connector = connector
         self.privateHosts = privateHosts
         self.drainTimeout = drainTimeout
         self.verdict = verdict
+        self.logger = logger
+        state = NIOLockedValueBox(PushServiceConnections(limit: limit, idle: idle))
         (events, continuation) = AsyncStream.makeStream(of: LinkEvent.self)
     }
 
+    /// The events, and meanwhile the idle connections closed as they become idle.
     func run(_ report: @escaping @Sendable (LinkEvent) -> Void) async {
-        for await event in events { report(event) }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.closeIdle() }
+            for await event in events { report(event) }
+            group.cancelAll()
+        }
+    }
+
+    /// Looks for idle connections a few times per `idle` (every 250 ms to 5 s) until the link's events end.
+    private func closeIdle() async {
+        let idle = state.withLockedValue { $0.idle }
+        let every = min(max(idle / 4, .milliseconds(250)), .seconds(5))
+        while (try? await Task.sleep(for: every)) != nil {
+            let closing = state.withLockedValue { $0.idleConnections(now: .now) }
+            if !closing.isEmpty {
+                logger.debug("Web Push: \(closing.count) push service connection(s) idle for \(idle.formatted): closed")
+            }
+            for connection in closing { await connection.close() }
+        }
     }
 
     func send(_ requests: [WebPushWire]) async -> Bool {
         var byOrigin: [String: [WebPushWire]] = [:]
         for request in requests { byOrigin[request.subscription.origin, default: []].append(request) }
         for (origin, batch) in byOrigin {
-            enum Step {
-                case write(Connection)
-                case open
-                case queued
-                case refused
-            }
-            let step: Step = state.withLockedValue { state in
-                guard !state.closing else { return .refused }
-                switch state.origins[origin] {
-                case .open(let connection): return .write(connection)
-                case .opening(let waiting):
-                    state.origins[origin] = .opening(waiting + batch)
-                    return .queued
-                case nil:
-                    state.origins[origin] = .opening(batch)
-                    state.parts += 1
-                    return .open
-                }
-            }
+            let step = state.withLockedValue { $0.send(origin, batch, count: batch.count, now: .now) }
             switch step {
             case .refused:
                 return false
             case .queued:
                 continue
-            case .open:
+            case .open(let closing):
+                if !closing.isEmpty {
+                    logger.debug("Web Push: \(closing.count) idle push service connection(s) closed to make room for \(origin)")
+                }
+                for connection in closing { await connection.close() }
                 let subscription = batch[0].subscription
                 Task { await self.open(origin, subscription) }
-            case .write(let connection):
+            case .write(let id, let connection):
                 if await !Self.write(batch, on: connection) {
                     // It ended since: the next connection to the origin takes them.
-                    retire(origin, connection.id)
+                    state.withLockedValue { $0.retire(origin, id: id) }
                     continuation.yield(.unanswered(batch.map(\.request.notification), reason: "the push service's connection ended"))
                 }
             }
@@ -131,51 +137,45 @@ final class WebPushLink: DestinationLink, Sendable {
             return
         }
         let (channel, handler, events) = opened
-        let (waiting, connection): ([WebPushWire], Connection?) = state.withLockedValue { state in
-            guard case .opening(let waiting) = state.origins[origin] else { return ([], nil) }
-            guard !state.closing else {
-                state.origins[origin] = nil
-                return (waiting, nil)
-            }
-            state.nextID += 1
-            let connection = Connection(id: state.nextID, channel: channel, handler: handler)
-            state.origins[origin] = .open(connection)
-            return (waiting, connection)
-        }
-        guard let connection else {
+        let connection = Connection(channel: channel, handler: handler)
+        let step = state.withLockedValue { $0.opened(origin, connection, now: .now, count: \.count) }
+        switch step {
+        case .close(let waiting):
             // Closing meanwhile: nothing was written on it.
-            continuation.yield(.unanswered(waiting.map(\.request.notification), reason: "the link closed"))
-            try? await handler.eventLoop.submit { handler.value.close() }.get()
+            if !waiting.isEmpty { continuation.yield(.unanswered(waiting.map(\.request.notification), reason: "the link closed")) }
+            await connection.close()
             try? await channel.closeFuture.get()
-            finishPart()
-            return
+            partFinished()
+        case .use(let id, let waiting):
+            logger.info("Connection OK (Web Push)", metadata: ["push.origin": "\(origin)"])
+            connections.increment()
+            defer { connections.decrement() }
+            if !waiting.isEmpty, await !Self.write(waiting, on: connection) {
+                state.withLockedValue { $0.retire(origin, id: id) }
+                continuation.yield(.unanswered(waiting.map(\.request.notification), reason: "the push service's connection ended"))
+            }
+            await read(events, of: id, origin: origin)
         }
-        if !waiting.isEmpty, await !Self.write(waiting, on: connection) {
-            continuation.yield(.unanswered(waiting.map(\.request.notification), reason: "the push service's connection ended"))
-        }
-        await read(events, of: connection, origin: origin)
     }
 
     /// The rows that waited for an origin that could not be opened, each answered with `verdict`.
     private func fail(_ origin: String, _ verdict: Verdict) {
-        let waiting: [WebPushWire] = state.withLockedValue { state in
-            guard case .opening(let waiting) = state.origins[origin] else { return [] }
-            state.origins[origin] = nil
-            return waiting
-        }
+        let waiting = state.withLockedValue { $0.failed(origin) }
         if !waiting.isEmpty { continuation.yield(.answered(waiting.map { Answer($0.request.notification, verdict) })) }
-        finishPart()
+        partFinished()
     }
 
     /// Reports a connection's events as the link's. Its going away or ending is its origin's alone: the next request
     /// for the origin opens another. Rows a connection that never answered left behind when it dropped (a handshake
     /// refused, a peer that resets) are answered as retry later, so they do not come straight back to it.
-    private func read(_ events: AsyncStream<HTTP2Event>, of connection: Connection, origin: String) async {
+    private func read(_ events: AsyncStream<HTTP2Event>, of id: Int, origin: String) async {
         var answeredAny = false
         var held: [QueuedNotification] = []
+        func settled(_ count: Int) { state.withLockedValue { $0.settled(origin, id: id, count: count, now: .now) } }
         for await event in events {
             switch event {
             case .answered(let answers):
+                settled(answers.count)
                 answeredAny = true
                 if !held.isEmpty {
                     continuation.yield(.unanswered(held, reason: "over the push service's concurrent streams"))
@@ -183,29 +183,22 @@ final class WebPushLink: DestinationLink, Sendable {
                 }
                 continuation.yield(.answered(answers.map { Answer($0.request.notification, verdict($0)) }))
             case .unanswered(let requests, let reason):
+                settled(requests.count)
                 if answeredAny {
                     continuation.yield(.unanswered(requests.map(\.notification), reason: reason))
                 } else {
                     held += requests.map(\.notification)
                 }
             case .timedOut(let requests, let timeout):
+                settled(requests.count)
                 continuation.yield(.timedOut(requests.map(\.notification), after: timeout))
             case .maxStreams(let value):
-                let window: Int = state.withLockedValue { state in
-                    if case .open(var open) = state.origins[origin], open.id == connection.id {
-                        open.maxStreams = value
-                        state.origins[origin] = .open(open)
-                    }
-                    return state.origins.values.compactMap { origin -> Int? in
-                        if case .open(let open) = origin { return open.maxStreams }
-                        return nil
-                    }.min() ?? value
-                }
+                let window = state.withLockedValue { $0.maxStreams(origin, id: id, value) }
                 continuation.yield(.window(window))
             case .goingAway:
-                retire(origin, connection.id)
+                state.withLockedValue { $0.retire(origin, id: id) }
             case .closed(let reason, let ending):
-                retire(origin, connection.id)
+                state.withLockedValue { $0.retire(origin, id: id) }
                 if !held.isEmpty {
                     if ending == .orderly {
                         continuation.yield(.unanswered(held, reason: reason))
@@ -218,25 +211,12 @@ final class WebPushLink: DestinationLink, Sendable {
             }
         }
         if !held.isEmpty { continuation.yield(.unanswered(held, reason: "the push service's connection ended")) }
-        finishPart()
-    }
-
-    /// The origin's connection `id` takes no new requests: the next one for the origin opens another.
-    private func retire(_ origin: String, _ id: Int) {
-        state.withLockedValue { state in
-            if case .open(let open) = state.origins[origin], open.id == id { state.origins[origin] = nil }
-        }
+        partFinished()
     }
 
     /// A connection (or an attempt at one) is over; once closing and the last is over, the link's last event.
-    private func finishPart() {
-        let last: Bool = state.withLockedValue { state in
-            state.parts -= 1
-            guard state.closing, state.parts == 0, !state.closedReported else { return false }
-            state.closedReported = true
-            return true
-        }
-        if last { finish() }
+    private func partFinished() {
+        if state.withLockedValue({ $0.partFinished() }) { finish() }
     }
 
     private func finish() {
@@ -246,21 +226,9 @@ final class WebPushLink: DestinationLink, Sendable {
 
     /// GOAWAY(NO_ERROR) on every connection; the link's last event once each has ended and been read.
     func close() async {
-        let (open, done): ([Connection], Bool) = state.withLockedValue { state in
-            state.closing = true
-            let open = state.origins.values.compactMap { origin -> Connection? in
-                if case .open(let connection) = origin { return connection }
-                return nil
-            }
-            let done = state.parts == 0 && !state.closedReported
-            if done { state.closedReported = true }
-            return (open, done)
-        }
+        let (open, done) = state.withLockedValue { $0.close() }
         if done { finish() }
-        for connection in open {
-            let handler = connection.handler
-            try? await handler.eventLoop.submit { handler.value.close() }.get()
-        }
+        for connection in open { await connection.close() }
         for connection in open { try? await connection.channel.closeFuture.get() }
     }
 }

@@ -16,6 +16,7 @@ package struct WebPushTransport: Sendable {
     let key: VAPIDKey
     let subject: String
     let privateHosts: Set<String>
+    let maxConnections: Int
 
     /// The transport `configuration.webPush` sets up for the default app; nil without a VAPID key file.
     package static func load(
@@ -54,7 +55,13 @@ package struct WebPushTransport: Sendable {
             group: group,
             requestTimeout: configuration.push.requestTimeout
         )
-        return WebPushTransport(connector: connector, key: key, subject: subject, privateHosts: configuration.webPush.privateHosts)
+        return WebPushTransport(
+            connector: connector,
+            key: key,
+            subject: subject,
+            privateHosts: configuration.webPush.privateHosts,
+            maxConnections: configuration.webPush.maxConnections
+        )
     }
 
     /// `Web Push (VAPID key B…)`, for the start-up line.
@@ -75,7 +82,10 @@ extension WebPushTransport: DestinationSource {
                 subscriptions: WebSubscriptions(),
                 vapid: VAPIDSigner(key: key, subject: subject),
                 privateHosts: privateHosts,
-                settings: context.settings
+                settings: context.settings,
+                maxConnections: maxConnections,
+                connections: context.metrics.webPushConnections(app: context.rows.app),
+                logger: logger
             )
         )
     }

@@ -19,6 +19,14 @@ final class TCPProxy: Sendable {
 
     var port: Int { state.withLockedValue { $0.port } }
 
+    /// Connections forwarded since the last ``stop()``, and those of them still open (a push service's connections
+    /// as its side sees them).
+    var connections: (forwarded: Int, open: Int) {
+        state.withLockedValue { state in
+            (state.connections.count / 2, stride(from: 0, to: state.connections.count, by: 2).count { state.connections[$0].isActive })
+        }
+    }
+
     func start() async throws {
         let upstreamPort = self.upstreamPort
         let requested = state.withLockedValue { state in
