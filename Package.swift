@@ -151,7 +151,7 @@ let package = Package(
             name: "Simulator",
             dependencies: [
                 "Support", "Settings", "APNs", "APNsTransport", "HTTP2Client", "FCM", "Webhooks", "WebPush", hummingbird, httpTypes,
-                nioCore, nioPosix, nioSSL, nioTLS, nioHTTP2, nioHPACK,
+                nioCore, nioPosix, nioSSL, nioTLS, nioHTTP1, nioHTTP2, nioHPACK,
                 crypto, cryptoExtras, serviceLifecycle,
                 logging, nioConcurrencyHelpers,
             ],

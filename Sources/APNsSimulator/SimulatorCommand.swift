@@ -94,6 +94,11 @@ struct SimulatorCommand: AsyncParsableCommand {
         help: "With --webpush-port: answer every push message with this status instead of delivering it (404, 410, 413, 429 or 503)."
     )
     var webPushAnswer: Int?
+    @Flag(
+        name: .customLong("webpush-http1-only"),
+        help: "With --webpush-port: speak HTTP/1.1 only, as a push service without HTTP/2 (otherwise HTTP/2 and HTTP/1.1, by ALPN)."
+    )
+    var webPushHTTP1Only = false
     @Option(help: "Log level.")
     var logLevel = "info"
 
@@ -145,6 +150,7 @@ struct SimulatorCommand: AsyncParsableCommand {
         }
         if let fcmUnregistered { configuration.fcm.unregisteredTokens = Set(try Self.lines(of: fcmUnregistered)) }
         configuration.webPushPort = webPushPort
+        configuration.webPush.http1Only = webPushHTTP1Only
         if let webPushAnswer {
             guard [404, 410, 413, 429, 503].contains(webPushAnswer) else {
                 throw SimulatorError(reason: "--webpush-answer is one of 404, 410, 413, 429, 503 (got \(webPushAnswer))")

@@ -87,7 +87,7 @@ package final class HTTP2ClientHandler: ChannelInboundHandler {
             if negotiated == "h2" {
                 sendPreface(context)
             } else {
-                ending = ending ?? .refused
+                ending = ending ?? .notHTTP2
                 fail("the server did not choose HTTP/2 over ALPN (it chose \(negotiated ?? "nothing")): nothing was sent")
             }
         }

@@ -34,4 +34,7 @@ package enum HTTP2Ending: Sendable, Equatable {
     case refused
     /// The server stopped answering: a PING went unanswered and the connection was closed as dead.
     case stalled
+    /// TLS chose another protocol than HTTP/2 over ALPN (HTTP/1.1, or none): nothing was sent. A client that offered
+    /// HTTP/1.1 beside it (a browser's push service) may go on over HTTP/1.1.
+    case notHTTP2
 }

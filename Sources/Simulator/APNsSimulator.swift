@@ -3,9 +3,11 @@ import APNsTransport
 import HTTP2Client
 package import Logging
 package import NIOCore
+import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import NIOTLS
 import ServiceLifecycle
 import Settings
 import Support
@@ -66,7 +68,9 @@ package final class APNsSimulator: Service, Sendable {
     /// TLS that requires a client certificate signed by the configured CA, as Apple's gateway does.
     /// For HTTP/2: ALPN h2, and a client certificate is optional (token authentication needs none), but checked
     /// against the CA when one is presented.
-    static func serverContext(_ configuration: SimulatorConfiguration, http2: Bool = false) throws -> NIOSSLContext {
+    /// `alpn`: the protocols offered with HTTP/2's settings (the browsers' push service: HTTP/1.1 beside it).
+    static func serverContext(_ configuration: SimulatorConfiguration, http2: Bool = false, alpn: [String] = ["h2"]) throws -> NIOSSLContext
+    {
         do {
             let chain = try NIOSSLCertificate.fromPEMFile(configuration.serverCertificate).map { NIOSSLCertificateSource.certificate($0) }
             let key = try NIOSSLPrivateKey(file: configuration.serverKey, format: .pem)
@@ -74,7 +78,7 @@ package final class APNsSimulator: Service, Sendable {
             tls.minimumTLSVersion = .tlsv12
             tls.certificateVerification = http2 ? .optionalVerification : .noHostnameVerification
             tls.trustRoots = .file(configuration.clientCA)
-            if http2 { tls.applicationProtocols = ["h2"] }
+            if http2 { tls.applicationProtocols = alpn }
             return try NIOSSLContext(configuration: tls)
         } catch {
             throw SimulatorError(
@@ -135,9 +139,7 @@ package final class APNsSimulator: Service, Sendable {
         var webPush: (any Channel)?
         if let webPushPort = configuration.webPushPort {
             do {
-                webPush = try await bindHTTP2(port: webPushPort) { [state, logger] connection in
-                    WebPushHandler(service: state.webPush, state: state, connection: connection, logger: logger)
-                }
+                webPush = try await bindWebPush(port: webPushPort)
                 let port = webPush?.localAddress?.port ?? 0
                 let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
                 state.webPush.origin = "https://\(host)" + (port == 443 ? "" : ":\(port)")
@@ -203,6 +205,41 @@ package final class APNsSimulator: Service, Sendable {
                 try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
                 try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionWindowHandler(window: .init(target: 4 << 20)))
                 try channel.pipeline.syncOperations.addHandler(makeHandler(connection))
+            }
+        }
+    }
+
+    /// The browsers' push service: HTTP/2 where the client offers it (ALPN h2), else HTTP/1.1 (`http1Only`: always).
+    private func bindWebPush(port: Int) async throws -> any Channel {
+        let context = try Self.serverContext(
+            configuration,
+            http2: true,
+            alpn: configuration.webPush.http1Only ? ["http/1.1"] : ["h2", "http/1.1"]
+        )
+        return try await bind(port: port) { [state, configuration, logger] channel in
+            guard let connection = state.connectionOpened() else { return channel.close() }
+            return channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                let negotiation = ApplicationProtocolNegotiationHandler { result, channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let pipeline = channel.pipeline.syncOperations
+                        if case .negotiated("h2") = result {
+                            let settings = [
+                                HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.http2.maxConcurrentStreams),
+                                HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                            ]
+                            try pipeline.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
+                            try pipeline.addHandler(HTTP2ConnectionWindowHandler(window: .init(target: 4 << 20)))
+                            try pipeline.addHandler(
+                                WebPushHandler(service: state.webPush, state: state, connection: connection, logger: logger)
+                            )
+                        } else {
+                            try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
+                            try pipeline.addHandler(WebPushHTTP1Handler(service: state.webPush, state: state, logger: logger))
+                        }
+                    }
+                }
+                try channel.pipeline.syncOperations.addHandler(negotiation)
             }
         }
     }

@@ -148,6 +148,8 @@ package struct SimulatorConfiguration: Sendable {
         package var accessTokenLifetime = 3599
         /// Wait this long before each answer to a message (FCM busy; rows stay in flight).
         package var answerDelay: Duration?
+        /// Speak HTTP/1.1 only (ALPN `http/1.1`), as a push service without HTTP/2 would; otherwise both, HTTP/2 first.
+        package var http1Only = false
 
         package init() {}
     }
@@ -159,6 +161,8 @@ package struct SimulatorConfiguration: Sendable {
         package var answer: Int?
         /// Wait this long before each answer (a push service far away; messages stay in flight).
         package var answerDelay: Duration?
+        /// Speak HTTP/1.1 only (ALPN `http/1.1`), as a push service without HTTP/2 would; otherwise both, HTTP/2 first.
+        package var http1Only = false
 
         package init() {}
     }

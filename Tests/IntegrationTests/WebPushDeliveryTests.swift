@@ -106,6 +106,36 @@ import Testing
         }
     }
 
+    /// A push service that speaks only HTTP/1.1 (its TLS chooses it over ALPN): the first connection sends nothing,
+    /// the rows go again over HTTP/1.1, each browser gets its message once, and its answers mean what they mean over
+    /// HTTP/2 (an unsubscribed browser's 410).
+    @Test func aPushServiceWithoutHTTP2GetsItsMessagesOverHTTP1() async throws {
+        var options = SimulatorConfiguration.WebPushOptions()
+        options.http1Only = true
+        try await Self.run(options) { harness, configuration, key in
+            var browsers: [(token: String, id: String)] = []
+            for _ in 0..<20 { browsers.append(try await Self.subscribe(harness, key)) }
+            let unsubscribed = try await Self.subscribe(harness, key)
+            #expect(harness.simulator.state.webPush.unsubscribe(unsubscribed.id))
+            try await Self.queue(harness, browsers.map(\.token) + [unsubscribed.token], priority: 5)
+            try await Self.withDaemon(harness, configuration) {
+                try await harness.waitUntil("every row has a result") {
+                    try await harness.count("time_sent IS NOT NULL OR time_failed IS NOT NULL") == 21
+                }
+            }
+            let web = harness.simulator.state.accepted.filter { $0.format == "web" }
+            #expect(web.count == 20 && Set(web.map(\.token)) == Set(browsers.map(\.id)), "each browser once")
+            #expect(web.allSatisfy { $0.priority == 5 }, "Urgency normal")
+            #expect(try await harness.count("platform = 'web' AND time_sent IS NOT NULL") == 20)
+            let gone = try await TestDatabase.scalar(
+                harness.url,
+                "SELECT last_status FROM push_deliveries WHERE device_token = \(unsubscribed.token)",
+                as: String.self
+            )
+            #expect(gone == "410")
+        }
+    }
+
     @Test func eachAnswerOfAPushServiceIsRecordedAsItMeans() async throws {
         try await Self.run { harness, configuration, key in
             let good = try await Self.subscribe(harness, key)

@@ -35,12 +35,17 @@ import Testing
         return String(answer[answer.range(of: "\r\n\r\n")!.upperBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// `curl --http2` POSTs `body` to `endpoint` with `headers`: the status and the HTTP version it spoke.
-    static func curl(_ endpoint: String, headers: [String: String], body: [UInt8]) throws -> (status: Int, version: String) {
+    /// `curl --http2` (or `version`) POSTs `body` to `endpoint` with `headers`: the status and the HTTP version it spoke.
+    static func curl(
+        _ endpoint: String,
+        headers: [String: String],
+        body: [UInt8],
+        version: String = "--http2"
+    ) throws -> (status: Int, version: String) {
         let file = NSTemporaryDirectory() + "webpush-body-\(UUID().uuidString)"
         try Data(body).write(to: URL(fileURLWithPath: file))
         defer { try? FileManager.default.removeItem(atPath: file) }
-        var arguments = ["curl", "--silent", "--http2", "--cacert", TestCertificates.path("ca.pem"), "-o", "/dev/null"]
+        var arguments = ["curl", "--silent", version, "--cacert", TestCertificates.path("ca.pem"), "-o", "/dev/null"]
         arguments += ["-w", "%{http_code} %{http_version}", "--data-binary", "@" + file]
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["-H", "\(name): \(value)"] }
         let result = try Executable.runTool(arguments + [endpoint])
@@ -68,6 +73,9 @@ import Testing
             let headers = ["TTL": "60", "Content-Encoding": "aes128gcm", "Authorization": authorization, "Urgency": "high"]
             let sent = try Self.curl(subscription.endpoint.absoluteString, headers: headers, body: body)
             #expect(sent.status == 201 && sent.version == "2", "\(sent)")
+            // A sender without HTTP/2 (pywebpush's requests, curl --http1.1): the same push service over HTTP/1.1.
+            let overHTTP1 = try Self.curl(subscription.endpoint.absoluteString, headers: headers, body: body, version: "--http1.1")
+            #expect(overHTTP1.status == 201 && overHTTP1.version == "1.1", "\(overHTTP1)")
             let screens = try await TLSTestClient.get(port: status, path: "/screens")
             #expect(screens.contains("data-platform=\"browser\""), "\(screens)")
             #expect(screens.contains("from Python ✓") && screens.contains(">beta<"))

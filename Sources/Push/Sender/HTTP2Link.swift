@@ -70,7 +70,7 @@ extension LinkEnding {
         switch ending {
         case .orderly: self = .orderly
         case .dropped: self = .dropped
-        case .refused: self = .refused
+        case .refused, .notHTTP2: self = .refused
         case .stalled: self = .stalled
         }
     }

@@ -6,6 +6,7 @@ import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
+import NIOSSL
 import Settings
 import WebPush
 
@@ -21,6 +22,9 @@ struct WebPushWire: Sendable {
 /// connection to its push service (``WebPushLink``); answers classified as ``WebPushAnswer`` says.
 struct WebPushDestination: Destination {
     let connector: HTTP2Connector
+    /// TLS and event loops for a push service that speaks only HTTP/1.1.
+    let http1TLS: TLSConfiguration
+    let group: any EventLoopGroup
     let subscriptions: WebSubscriptions
     let vapid: VAPIDSigner
     let privateHosts: Set<String>
@@ -44,6 +48,7 @@ struct WebPushDestination: Destination {
             connector: connector,
             privateHosts: privateHosts,
             drainTimeout: settings.requestTimeout + .seconds(1),
+            http1: .init(tls: http1TLS, requestTimeout: settings.requestTimeout, group: group),
             limit: maxConnections,
             idle: settings.connectionIdle,
             connections: connections,

@@ -5,12 +5,14 @@ import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOSSL
 import Support
 import WebPush
 
 /// One link over every push service a sender's rows name: an HTTP/2 connection per origin, opened when a request for
 /// it first comes (at the addresses the host's check allowed, never resolved again in between), and the events of all
-/// of them as one stream. A push service that cannot be reached, or that turns out to point inside the network, holds
+/// of them as one stream. A push service whose TLS chooses HTTP/1.1 over ALPN gets its requests again over HTTP/1.1
+/// (``PushServiceHTTP1``: a few kept-alive connections), and every later connection to it is an HTTP/1.1 one. A push service that cannot be reached, or that turns out to point inside the network, holds
 /// back only its own rows (answered as retry later, or failed), never another origin's; one that goes away or drops
 /// is connected to again by the next request for it.
 final class WebPushLink: DestinationLink, Sendable {
@@ -27,14 +29,33 @@ final class WebPushLink: DestinationLink, Sendable {
     private let continuation: AsyncStream<LinkEvent>.Continuation
     private let state: NIOLockedValueBox<PushServiceConnections<Connection, WebPushWire>>
 
-    /// What closes a push service's connection.
-    struct Connection: Sendable {
-        let channel: any Channel
-        let handler: NIOLoopBound<HTTP2ClientHandler>
+    /// How a push service that speaks only HTTP/1.1 is reached: TLS (the system's roots and `webpush_ca_file`'s),
+    /// the request timeout, the event loops.
+    struct HTTP1: Sendable {
+        let tls: TLSConfiguration
+        let requestTimeout: Duration
+        let group: any EventLoopGroup
+    }
+    let http1: HTTP1
 
+    /// A push service's connection: HTTP/2, or HTTP/1.1 (a few of them).
+    enum Connection: Sendable {
+        case http2(any Channel, NIOLoopBound<HTTP2ClientHandler>)
+        case http1(PushServiceHTTP1)
+
+        /// GOAWAY(NO_ERROR) and close; HTTP/1.1: no new request, closed once those under way are answered.
         func close() async {
-            let handler = self.handler
-            try? await handler.eventLoop.submit { handler.value.close() }.get()
+            switch self {
+            case .http2(_, let handler):
+                try? await handler.eventLoop.submit { handler.value.close() }.get()
+            case .http1(let client):
+                client.close()
+            }
+        }
+
+        /// Once it is closed (HTTP/1.1: its reader reports it).
+        func closed() async {
+            if case .http2(let channel, _) = self { try? await channel.closeFuture.get() }
         }
     }
 
@@ -47,6 +68,7 @@ final class WebPushLink: DestinationLink, Sendable {
         connector: HTTP2Connector,
         privateHosts: Set<String>,
         drainTimeout: Duration,
+        http1: HTTP1,
         limit: Int,
         idle: Duration,
         connections: Meter,
@@ -54,6 +76,7 @@ final class WebPushLink: DestinationLink, Sendable {
         verdict: @escaping @Sendable (HTTP2Answer) -> Verdict
     ) {
         self.connections = connections
+        self.http1 = http1
         self.connector = connector
         self.privateHosts = privateHosts
         self.drainTimeout = drainTimeout
@@ -114,20 +137,40 @@ final class WebPushLink: DestinationLink, Sendable {
     }
 
     private static func write(_ batch: [WebPushWire], on connection: Connection) async -> Bool {
-        let handler = connection.handler
-        let requests = batch.map(\.request)
-        return (try? await handler.eventLoop.submit { handler.value.send(requests) }.get()) == true
+        switch connection {
+        case .http2(_, let handler):
+            let requests = batch.map(\.request)
+            return (try? await handler.eventLoop.submit { handler.value.send(requests) }.get()) == true
+        case .http1(let client):
+            return client.send(batch)
+        }
     }
 
     /// Opens the origin's connection: its host's addresses checked (DNS may have changed since the registration),
-    /// then connected to; what waited for it is written, or answered as the failure says.
+    /// then connected to (HTTP/2, or HTTP/1.1 once the push service chose it); what waited for it is written, or
+    /// answered as the failure says.
     private func open(_ origin: String, _ subscription: WebPushSubscription) async {
-        let opened: (any Channel, NIOLoopBound<HTTP2ClientHandler>, AsyncStream<HTTP2Event>)
+        let connection: Connection
+        let events: AsyncStream<HTTP2Event>?
         do {
             let addresses = try await subscription.checkedAddresses(privateHosts: privateHosts)
             let host = subscription.host
-            let serverName = ClientAddress(host) == nil ? host : nil
-            opened = try await connector.connect(to: addresses, serverName: serverName)
+            let literal = ClientAddress(host) != nil
+            if state.withLockedValue({ $0.http1.contains(origin) }) {
+                let client = PushServiceHTTP1(
+                    origin: origin,
+                    host: host,
+                    address: literal ? nil : addresses.first?.ipAddress,
+                    tls: http1.tls,
+                    requestTimeout: http1.requestTimeout,
+                    idle: state.withLockedValue { $0.idle },
+                    group: http1.group
+                )
+                (connection, events) = (.http1(client), nil)
+            } else {
+                let (channel, handler, stream) = try await connector.connect(to: addresses, serverName: literal ? nil : host)
+                (connection, events) = (.http2(channel, handler), stream)
+            }
         } catch let error as WebPushError where error.code == .insideNetwork {
             fail(origin, .failed(Verdict.Failure(status: "invalid", reason: error.reason, kind: "inside_network")))
             return
@@ -136,26 +179,50 @@ final class WebPushLink: DestinationLink, Sendable {
             fail(origin, .retryLater(after: .seconds(1), status: "connect", reason: reason, growing: true))
             return
         }
-        let (channel, handler, events) = opened
-        let connection = Connection(channel: channel, handler: handler)
         let step = state.withLockedValue { $0.opened(origin, connection, now: .now, count: \.count) }
         switch step {
         case .close(let waiting):
             // Closing meanwhile: nothing was written on it.
             if !waiting.isEmpty { continuation.yield(.unanswered(waiting.map(\.request.notification), reason: "the link closed")) }
             await connection.close()
-            try? await channel.closeFuture.get()
+            if case .http1(let client) = connection { await client.run { _ in } }
+            await connection.closed()
             partFinished()
         case .use(let id, let waiting):
-            logger.info("Connection OK (Web Push)", metadata: ["push.origin": "\(origin)"])
-            connections.increment()
-            defer { connections.decrement() }
             if !waiting.isEmpty, await !Self.write(waiting, on: connection) {
                 state.withLockedValue { $0.retire(origin, id: id) }
                 continuation.yield(.unanswered(waiting.map(\.request.notification), reason: "the push service's connection ended"))
             }
-            await read(events, of: id, origin: origin)
+            connections.increment()
+            defer { connections.decrement() }
+            switch connection {
+            case .http2:
+                logger.info("Connection OK (Web Push)", metadata: ["push.origin": "\(origin)"])
+                if let events { await read(events, of: id, origin: origin) }
+            case .http1(let client):
+                logger.info("Connection OK (Web Push over HTTP/1.1)", metadata: ["push.origin": "\(origin)"])
+                await read(client, of: id, origin: origin)
+            }
         }
+    }
+
+    /// Reports an HTTP/1.1 push service's outcomes as the link's events, until it is closed and its last request
+    /// is answered.
+    private func read(_ client: PushServiceHTTP1, of id: Int, origin: String) async {
+        await client.run { [continuation, state, verdict] outcome in
+            state.withLockedValue { $0.settled(origin, id: id, count: 1, now: .now) }
+            switch outcome {
+            case .answered(let answer):
+                continuation.yield(.answered([Answer(answer.request.notification, verdict(answer))]))
+            case .timedOut(let notification, let timeout):
+                continuation.yield(.timedOut([notification], after: timeout))
+            case .unreachable(let notification, let reason):
+                let later = Verdict.retryLater(after: .seconds(1), status: "connect", reason: reason, growing: true)
+                continuation.yield(.answered([Answer(notification, later)]))
+            }
+        }
+        state.withLockedValue { $0.retire(origin, id: id) }
+        partFinished()
     }
 
     /// The rows that waited for an origin that could not be opened, each answered with `verdict`.
@@ -197,6 +264,17 @@ final class WebPushLink: DestinationLink, Sendable {
                 continuation.yield(.window(window))
             case .goingAway:
                 state.withLockedValue { $0.retire(origin, id: id) }
+            case .closed(_, .notHTTP2):
+                // Its TLS chose HTTP/1.1: nothing was sent; what waited goes again, over HTTP/1.1 from now on.
+                state.withLockedValue { state in
+                    state.retire(origin, id: id)
+                    state.speaksHTTP1(origin)
+                }
+                logger.info("Web Push: \(origin) does not speak HTTP/2; its messages go over HTTP/1.1")
+                if !held.isEmpty {
+                    continuation.yield(.unanswered(held, reason: "\(origin) speaks HTTP/1.1: sent again over it"))
+                    held = []
+                }
             case .closed(let reason, let ending):
                 state.withLockedValue { $0.retire(origin, id: id) }
                 if !held.isEmpty {
@@ -229,6 +307,6 @@ final class WebPushLink: DestinationLink, Sendable {
         let (open, done) = state.withLockedValue { $0.close() }
         if done { finish() }
         for connection in open { await connection.close() }
-        for connection in open { try? await connection.channel.closeFuture.get() }
+        for connection in open { await connection.closed() }
     }
 }

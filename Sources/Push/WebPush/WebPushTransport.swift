@@ -3,6 +3,7 @@ import HTTP2Client
 import Logging
 package import NIOCore
 import NIOPosix
+import NIOSSL
 package import Settings
 import Storage
 import Support
@@ -13,6 +14,9 @@ import WebPush
 /// roots, with `webpush_ca_file`'s).
 package struct WebPushTransport: Sendable {
     let connector: HTTP2Connector
+    /// For push services that speak only HTTP/1.1: the same roots, and the event loops.
+    let http1TLS: TLSConfiguration
+    let group: any EventLoopGroup
     let key: VAPIDKey
     let subject: String
     let privateHosts: Set<String>
@@ -47,7 +51,12 @@ package struct WebPushTransport: Sendable {
                 reason: "a VAPID key needs a subject beside it (mailto:ADDRESS or an https: URL): push services refuse tokens without one"
             )
         }
-        let context = try GatewayTLS.clientContext(identity: nil, caFile: configuration.webPush.caFile, alpn: ["h2"])
+        // HTTP/1.1 offered beside HTTP/2: a push service that speaks only HTTP/1.1 chooses it (rather than failing the
+        // handshake), and the link goes on over HTTP/1.1 with it.
+        let context = try GatewayTLS.clientContext(identity: nil, caFile: configuration.webPush.caFile, alpn: ["h2", "http/1.1"])
+        var http1TLS = TLSConfiguration.makeClientConfiguration()
+        http1TLS.minimumTLSVersion = .tlsv12
+        if let caFile = configuration.webPush.caFile { http1TLS.additionalTrustRoots = [.file(caFile)] }
         // The endpoint is each row's; the connector's own is never connected to.
         let connector = HTTP2Connector(
             endpoint: Endpoint(host: "push-services", port: 443),
@@ -57,6 +66,8 @@ package struct WebPushTransport: Sendable {
         )
         return WebPushTransport(
             connector: connector,
+            http1TLS: http1TLS,
+            group: group,
             key: key,
             subject: subject,
             privateHosts: configuration.webPush.privateHosts,
@@ -79,6 +90,8 @@ extension WebPushTransport: DestinationSource {
         await body(
             WebPushDestination(
                 connector: connector,
+                http1TLS: http1TLS,
+                group: group,
                 subscriptions: WebSubscriptions(),
                 vapid: VAPIDSigner(key: key, subject: subject),
                 privateHosts: privateHosts,
