@@ -23,15 +23,71 @@ extension Bench {
                 met: plan.rttMilliseconds == 50 ? drained.rate >= 20_000 : nil
             )
         )
-        results.append(
-            .init(
-                name: "  pywebpush against the same simulator",
-                value: "not measured: the simulator's push service speaks HTTP/2 only, pywebpush HTTP/1.1",
-                target: "this ≥ 20× its rate",
-                met: nil
-            )
-        )
+        results += try pywebpush(rows: min(rows, 3_000), against: drained.rate)
         return results
+    }
+
+    /// pywebpush (PyPI) sending to `rows` browsers of the same simulator, one process, one message after another on
+    /// a kept-alive session (its README's way; the simulator's push service answers it over HTTP/1.1, as requests
+    /// speaks), at most 20 s: its rate beside `rate`, this sender's.
+    func pywebpush(rows: Int, against rate: Double) throws -> [Figure] {
+        let name = "  pywebpush against the same simulator (one process)"
+        let script = FileManager.default.currentDirectoryPath + "/scripts/pywebpush-bench.py"
+        guard (try? Self.runTool(["python3", "-c", "import pywebpush"])) != nil, FileManager.default.fileExists(atPath: script) else {
+            let value = "not measured: python3 -m pip install pywebpush, and run from the checkout"
+            return [.init(name: name, value: value, target: "-", met: nil)]
+        }
+        progress("Web Push: pywebpush against the same simulator")
+        let directory = NSTemporaryDirectory() + "pushchat-bench-pywebpush-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let lines = (0..<rows).map { _ in simulator.state.webPush.subscribe(app: "pywebpush", applicationServerKey: vapidKey.publicKey) }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: directory + "/subscriptions.jsonl", atomically: true, encoding: .utf8)
+        try vapidKey.pem.write(toFile: directory + "/vapid.pem", atomically: true, encoding: .utf8)
+        let output = try Self.runTool(
+            ["python3", script, directory + "/subscriptions.jsonl", directory + "/vapid.pem", "20"],
+            environment: ["REQUESTS_CA_BUNDLE": webEnvironment["PUSHCHAT_WEBPUSH_CA_FILE"] ?? ""]
+        )
+        let parts = output.split(separator: " ").map { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 }
+        guard parts.count == 3, parts[0] > 0, parts[1] > 0 else {
+            return [.init(name: name, value: "failed: \(output)", target: "-", met: nil)]
+        }
+        let theirs = parts[0] / parts[1]
+        return [
+            .init(
+                name: name,
+                value: String(format: "%.0f messages/s (%d sent, %d answered 201)", theirs, Int(parts[0]), Int(parts[2])),
+                target: "-",
+                met: nil
+            ),
+            .init(
+                name: "  this sender's rate over pywebpush's",
+                value: String(format: "%.1f×", rate / theirs),
+                target: "≥ 20×",
+                met: rate / theirs >= 20
+            ),
+        ]
+    }
+
+    /// Runs a tool to its end: what it printed (a failure exit throws, with what it wrote on stderr).
+    static func runTool(_ arguments: [String], environment: [String: String] = [:]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            let command = arguments.prefix(2).joined(separator: " ")
+            throw SimulatorError(reason: "\(command) exited \(process.terminationStatus): \(problem.suffix(300))")
+        }
+        return text
     }
 
     /// Encrypting and framing `messages` chat messages for one browser on this thread (a fresh ECDH key and salt

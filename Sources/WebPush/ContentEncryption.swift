@@ -30,25 +30,38 @@ package enum ContentEncryption {
         package let nonce: [UInt8]
 
         /// The keys from the shared secret, the browser's auth secret and both public keys (uncompressed points).
+        /// Each HKDF step is one HMAC-SHA256 (every output is at most one hash long: Expand is HMAC(PRK, info | 0x01)),
+        /// and the last two share their key's schedule.
         package init(ecdhSecret: [UInt8], authSecret: [UInt8], userAgentPublic: [UInt8], senderPublic: [UInt8], salt: [UInt8]) {
             self.ecdhSecret = ecdhSecret
-            authenticationPRK = Self.extract(salt: authSecret, inputKeyingMaterial: ecdhSecret)
-            inputKeyingMaterial = Self.expand(
-                authenticationPRK,
-                info: Array("WebPush: info".utf8) + [0] + userAgentPublic + senderPublic,
-                count: 32
-            )
-            pseudoRandomKey = Self.extract(salt: salt, inputKeyingMaterial: inputKeyingMaterial)
-            contentEncryptionKey = Self.expand(pseudoRandomKey, info: Array("Content-Encoding: aes128gcm".utf8) + [0], count: 16)
-            nonce = Self.expand(pseudoRandomKey, info: Array("Content-Encoding: nonce".utf8) + [0], count: 12)
+            authenticationPRK = Self.hmac(key: authSecret, ecdhSecret)
+            var info = Self.webPushInfo
+            info.reserveCapacity(info.count + userAgentPublic.count + senderPublic.count + 1)
+            info += userAgentPublic
+            info += senderPublic
+            info.append(1)
+            inputKeyingMaterial = Self.hmac(key: authenticationPRK, info)
+            pseudoRandomKey = Self.hmac(key: salt, inputKeyingMaterial)
+            let keyed = HMAC<SHA256>(key: SymmetricKey(data: pseudoRandomKey))
+            contentEncryptionKey = Self.finish(keyed, Self.contentEncodingInfo, count: 16)
+            nonce = Self.finish(keyed, Self.nonceInfo, count: 12)
         }
 
-        private static func extract(salt: [UInt8], inputKeyingMaterial: [UInt8]) -> [UInt8] {
-            Array(HKDF<SHA256>.extract(inputKeyMaterial: SymmetricKey(data: inputKeyingMaterial), salt: salt))
+        /// `WebPush: info` 0x00, then both public keys and Expand's counter 0x01.
+        private static let webPushInfo = Array("WebPush: info".utf8) + [0]
+        /// `Content-Encoding: aes128gcm` 0x00 and Expand's counter 0x01.
+        private static let contentEncodingInfo = Array("Content-Encoding: aes128gcm".utf8) + [0, 1]
+        /// `Content-Encoding: nonce` 0x00 and Expand's counter 0x01.
+        private static let nonceInfo = Array("Content-Encoding: nonce".utf8) + [0, 1]
+
+        private static func hmac(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
+            Array(HMAC<SHA256>.authenticationCode(for: data, using: SymmetricKey(data: key)))
         }
 
-        private static func expand(_ prk: [UInt8], info: [UInt8], count: Int) -> [UInt8] {
-            HKDF<SHA256>.expand(pseudoRandomKey: prk, info: info, outputByteCount: count).withUnsafeBytes { Array($0) }
+        private static func finish(_ keyed: HMAC<SHA256>, _ data: [UInt8], count: Int) -> [UInt8] {
+            var mac = keyed
+            mac.update(data: data)
+            return Array(Array(mac.finalize()).prefix(count))
         }
     }
 

@@ -18,11 +18,8 @@ package struct WebPushRequest: Sendable, Equatable {
         authorization: String
     ) throws(WebPushError) {
         body = try ContentEncryption.encrypt(message, for: subscription)
-        let host = subscription.host.contains(":") ? "[\(subscription.host)]" : subscription.host
-        authority = subscription.port == 443 ? host : "\(host):\(subscription.port)"
-        let components = URLComponents(url: subscription.endpoint, resolvingAgainstBaseURL: false)
-        let encodedPath = components?.percentEncodedPath ?? "/"
-        path = (encodedPath.isEmpty ? "/" : encodedPath) + (components?.percentEncodedQuery.map { "?" + $0 } ?? "")
+        authority = subscription.requestAuthority
+        path = subscription.path
         self.headers = headers.fields + [("authorization", authorization)]
     }
 

@@ -15,6 +15,16 @@ package struct WebPushSubscription: Sendable, Equatable {
     package let authSecret: [UInt8]
     /// ``userAgentKey`` as its 65 uncompressed bytes, serialized once (every message's keys mix them in).
     package let userAgentPublic: [UInt8]
+    /// The endpoint's host, as the address check and TLS's server name take it (an IPv6 literal without brackets).
+    package let host: String
+    /// The endpoint's port (443 unless it names another).
+    package let port: Int
+    /// The push service's origin, `https://host[:port]`: a VAPID token's audience, and what one connection serves.
+    package let origin: String
+    /// `host[:port]` (the port only when not 443), a request's `:authority`.
+    package let requestAuthority: String
+    /// The endpoint's path and query, percent-encoded as it came: a request's `:path`.
+    package let path: String
 
     /// The most an endpoint URL may hold (push services' are under 500 characters).
     package static let maximumEndpointLength = 1_024
@@ -28,6 +38,16 @@ package struct WebPushSubscription: Sendable, Equatable {
         self.userAgentKey = userAgentKey
         self.authSecret = authSecret
         self.userAgentPublic = Array(userAgentKey.x963Representation)
+        // Read from the URL once: every message to the browser names them.
+        let host = endpoint.host ?? ""
+        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        port = endpoint.port ?? 443
+        let name = self.host.contains(":") ? "[\(self.host)]" : self.host
+        origin = "https://" + name.lowercased() + (port == 443 ? "" : ":\(port)")
+        requestAuthority = port == 443 ? name : "\(name):\(port)"
+        let components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false)
+        let encodedPath = components?.percentEncodedPath ?? "/"
+        path = (encodedPath.isEmpty ? "/" : encodedPath) + (components?.percentEncodedQuery.map { "?" + $0 } ?? "")
     }
 
     /// Reads the JSON a browser's `PushSubscription.toJSON()` gives (`expirationTime` and other members are ignored).
@@ -88,21 +108,6 @@ package struct WebPushSubscription: Sendable, Equatable {
         guard endpoint.fragment == nil else {
             throw WebPushError(code: .badEndpoint, reason: "the endpoint has a fragment")
         }
-    }
-
-    /// The endpoint's host, as the address check and TLS's server name take it (an IPv6 literal without brackets).
-    package var host: String {
-        let host = endpoint.host ?? ""
-        return host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-    }
-
-    /// The endpoint's port (443 unless it names another).
-    package var port: Int { endpoint.port ?? 443 }
-
-    /// The push service's origin, `https://host[:port]`: a VAPID token's audience, and what one connection pool serves.
-    package var origin: String {
-        let name = host.contains(":") ? "[\(host)]" : host
-        return "https://" + name.lowercased() + (port == 443 ? "" : ":\(port)")
     }
 
     /// The device's token: `web_` and the base64url SHA-256 of the endpoint (47 characters). What `devices`,
