@@ -10,7 +10,7 @@
 #   deploy   the deployment guide followed to the letter into a scratch folder (scripts/deploy-test.sh; root only)
 #   systemd  the units under a real systemd: the release installed in a Debian root booted with systemd-nspawn
 #            (scripts/systemd-test.sh; root only; debootstraps the root once into .local/)
-#   fuzz     libFuzzer with AddressSanitizer on every parser of untrusted bytes, 30 s each with a new seed, printed
+#   fuzz     libFuzzer with AddressSanitizer on every parser of untrusted bytes, 20 s each with a new seed, printed
 #            (scripts/fuzz.sh; PUSHCHAT_FUZZ_SECONDS and PUSHCHAT_FUZZ_SEED change them)
 #
 #   ./scripts/test.sh                    every stage
@@ -235,6 +235,6 @@ root_stage systemd ./scripts/systemd-test.sh "the units under systemd (systemd-n
 
 if has_stage fuzz; then
     begin "fuzzing (libFuzzer, AddressSanitizer)"
-    ./scripts/fuzz.sh "${PUSHCHAT_FUZZ_SECONDS:-30}"
+    ./scripts/fuzz.sh "${PUSHCHAT_FUZZ_SECONDS:-20}"
     finish "fuzzing"
 fi

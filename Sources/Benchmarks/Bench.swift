@@ -126,6 +126,8 @@ package final class Bench: Sendable {
         // The browsers' push service, as far away as the other far ends (each answer delayed by the round trip).
         configuration.webPushPort = 0
         if rtt > .zero { configuration.webPush.answerDelay = rtt }
+        // A push service stores messages it cannot read: the browsers' decryption (an ECDH each) is not the far end's.
+        configuration.webPush.opensMessages = false
         let vapidKey = VAPIDKey.generate()
         let vapidFile = NSTemporaryDirectory() + "pushchat-bench-vapid-\(getpid()).pem"
         try vapidKey.pem.write(toFile: vapidFile, atomically: true, encoding: .utf8)

@@ -150,6 +150,9 @@ package struct SimulatorConfiguration: Sendable {
         package var answerDelay: Duration?
         /// Speak HTTP/1.1 only (ALPN `http/1.1`), as a push service without HTTP/2 would; otherwise both, HTTP/2 first.
         package var http1Only = false
+        /// Whether each message is opened as its browser would (its lock screen, its payload recorded). A real push
+        /// service cannot open them: the benchmark turns this off so the far end costs what a push service costs.
+        package var opensMessages = true
 
         package init() {}
     }
@@ -163,6 +166,9 @@ package struct SimulatorConfiguration: Sendable {
         package var answerDelay: Duration?
         /// Speak HTTP/1.1 only (ALPN `http/1.1`), as a push service without HTTP/2 would; otherwise both, HTTP/2 first.
         package var http1Only = false
+        /// Whether each message is opened as its browser would (its lock screen, its payload recorded). A real push
+        /// service cannot open them: the benchmark turns this off so the far end costs what a push service costs.
+        package var opensMessages = true
 
         package init() {}
     }

@@ -136,11 +136,13 @@ package final class WebPushService: Sendable {
         guard body.count <= ContentEncryption.maximumBody else {
             return refuse(413, "the body is \(body.count) bytes; at most \(ContentEncryption.maximumBody)")
         }
-        let plaintext: [UInt8]
-        do {
-            plaintext = try ContentEncryption.decrypt(body, userAgentKey: browser.key, authSecret: browser.auth)
-        } catch {
-            return refuse(400, "the browser cannot decrypt it: \(error.reason)")
+        var plaintext: [UInt8] = []
+        if options.opensMessages {
+            do {
+                plaintext = try ContentEncryption.decrypt(body, userAgentKey: browser.key, authSecret: browser.auth)
+            } catch {
+                return refuse(400, "the browser cannot decrypt it: \(error.reason)")
+            }
         }
         let number = state.withLockedValue { storage in
             storage.messages &+= 1

@@ -30,6 +30,28 @@ package struct WebPushSubscription: Sendable, Equatable {
     package static let maximumEndpointLength = 1_024
 
     package init(endpoint: URL, userAgentKey: P256.KeyAgreement.PublicKey, authSecret: [UInt8]) throws(WebPushError) {
+        try self.init(
+            endpoint: endpoint,
+            userAgentKey: userAgentKey,
+            userAgentPublic: Array(userAgentKey.x963Representation),
+            authSecret: authSecret
+        )
+    }
+
+    /// A subscription from its stored fields (`keys.p256dh` and `keys.auth` as browsers write them), checked as
+    /// ``init(json:)`` checks them; the browser's key kept as the bytes it came as (serializing a parsed point again
+    /// costs a field inversion, per subscription a claim reads).
+    package init(endpoint: URL, p256dh: String, auth: String) throws(WebPushError) {
+        let (key, bytes) = try Self.decodedUserAgentKey(p256dh)
+        try self.init(endpoint: endpoint, userAgentKey: key, userAgentPublic: bytes, authSecret: try Self.authSecret(auth))
+    }
+
+    private init(
+        endpoint: URL,
+        userAgentKey: P256.KeyAgreement.PublicKey,
+        userAgentPublic: [UInt8],
+        authSecret: [UInt8]
+    ) throws(WebPushError) {
         try Self.check(endpoint)
         guard authSecret.count == 16 else {
             throw WebPushError(code: .badKeys, reason: "keys.auth is 16 bytes, not \(authSecret.count)")
@@ -37,7 +59,7 @@ package struct WebPushSubscription: Sendable, Equatable {
         self.endpoint = endpoint
         self.userAgentKey = userAgentKey
         self.authSecret = authSecret
-        self.userAgentPublic = Array(userAgentKey.x963Representation)
+        self.userAgentPublic = userAgentPublic
         // Read from the URL once: every message to the browser names them.
         let host = endpoint.host ?? ""
         self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
@@ -65,12 +87,17 @@ package struct WebPushSubscription: Sendable, Equatable {
         guard text.utf8.count <= Self.maximumEndpointLength, let endpoint = URL(string: text) else {
             throw WebPushError(code: .badEndpoint, reason: "the endpoint is not a URL of at most \(Self.maximumEndpointLength) characters")
         }
-        try self.init(endpoint: endpoint, userAgentKey: try Self.userAgentKey(p256dh), authSecret: try Self.authSecret(auth))
+        try self.init(endpoint: endpoint, p256dh: p256dh, auth: auth)
     }
 
     /// `keys.p256dh`: base64url (browsers omit the padding; a padded one is taken too) of an uncompressed point that
     /// lies on P-256.
     package static func userAgentKey(_ text: String) throws(WebPushError) -> P256.KeyAgreement.PublicKey {
+        try decodedUserAgentKey(text).key
+    }
+
+    /// ``userAgentKey(_:)`` and the point's 65 bytes as they came.
+    private static func decodedUserAgentKey(_ text: String) throws(WebPushError) -> (key: P256.KeyAgreement.PublicKey, bytes: [UInt8]) {
         guard let bytes = Self.base64URL(text) else {
             throw WebPushError(code: .badKeys, reason: "keys.p256dh is not base64url")
         }
@@ -81,7 +108,7 @@ package struct WebPushSubscription: Sendable, Equatable {
             )
         }
         do {
-            return try P256.KeyAgreement.PublicKey(x963Representation: bytes)
+            return (try P256.KeyAgreement.PublicKey(x963Representation: bytes), bytes)
         } catch {
             throw WebPushError(code: .badKeys, reason: "keys.p256dh is not a point on P-256")
         }

@@ -39,6 +39,9 @@ protocol Destination: Sendable {
     /// from the start, as over the binary interface, whose rate per connection is its window over `push_settle`).
     var opensConnectionsOnDemand: Bool { get }
 
+    /// Whether encoding a row costs enough (an ECDH per message) that a batch is encoded on every core at once.
+    var encodesInParallel: Bool { get }
+
     /// Where its connections' rows come from, given the lane's: the same, or with what encoding them needs loaded
     /// beside each claim (a browser's subscription).
     func rows(_ rows: any RowSource) -> any RowSource
@@ -46,6 +49,8 @@ protocol Destination: Sendable {
 
 extension Destination {
     var opensConnectionsOnDemand: Bool { true }
+
+    var encodesInParallel: Bool { false }
 
     var linkOpenedLine: String { "Connection OK\(interface)" }
 
@@ -60,6 +65,8 @@ enum Encoding<Request> {
     /// Not now (the credentials cannot be made): the row goes back to the queue and the reason is logged as critical.
     case notNow(String)
 }
+
+extension Encoding: Sendable where Request: Sendable {}
 
 /// One open connection to a destination. Its reading side reports ``LinkEvent``s through ``run(_:)``; the driver
 /// writes through ``send(_:)`` at most as many requests at once as the last ``LinkEvent/window(_:)`` allows.

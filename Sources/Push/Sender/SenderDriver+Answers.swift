@@ -2,6 +2,7 @@ import APNs
 import CoreMetrics
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import Settings
 import Storage
 import Support
@@ -23,9 +24,9 @@ extension SenderDriver {
         prepared.reserveCapacity(batch.count)
         var notNow: [QueuedNotification] = []
         var notNowReason = ""
-        for row in batch {
-            if failIfExpired(row, now: now) { continue }
-            switch destination.encode(row, now: now) {
+        let live = batch.filter { !failIfExpired($0, now: now) }
+        for (row, encoding) in zip(live, encodings(live, now: now)) {
+            switch encoding {
             case .request(let request):
                 if logger.logLevel <= .debug {
                     logger.debug(
@@ -47,6 +48,16 @@ extension SenderDriver {
             outcomes.released(notNow)
         }
         return (prepared, !notNow.isEmpty)
+    }
+
+    /// Each row's encoding, in order: on this thread, or (a destination whose encoding is expensive, a batch of 32
+    /// rows or more) spread over the machine's cores, so that encrypting for browsers is not one core's work while the
+    /// others wait.
+    func encodings(_ rows: [QueuedNotification], now: Date) -> [Encoding<D.Request>] {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        guard destination.encodesInParallel, rows.count >= 32, cores > 1 else { return rows.map { destination.encode($0, now: now) } }
+        let encoder = destination
+        return ParallelEncoding.map(rows, chunks: min(cores, rows.count / 16)) { encoder.encode($0, now: now) }
     }
 
     /// Fails a row past its expiry as `expired` instead of sending it (again): it would not be delivered any more.
@@ -154,5 +165,22 @@ extension SenderDriver {
         outcomes.sent(sent)
         status.answered(wrong: wrong, other: answers.count - wrong)
         if !sent.isEmpty { status.gatewayStalled(false) }  // a far end that takes notifications reads again
+    }
+}
+
+/// Rows encoded on several threads at once, in `chunks` interleaved slices; the encodings in the rows' order.
+enum ParallelEncoding {
+    static func map<Request: Sendable>(
+        _ rows: [QueuedNotification],
+        chunks: Int,
+        _ encode: @escaping @Sendable (QueuedNotification) -> Encoding<Request>
+    ) -> [Encoding<Request>] {
+        let parts = NIOLockedValueBox([[Encoding<Request>]](repeating: [], count: chunks))
+        DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+            let encoded = stride(from: chunk, to: rows.count, by: chunks).map { encode(rows[$0]) }
+            parts.withLockedValue { $0[chunk] = encoded }
+        }
+        let encoded = parts.withLockedValue { $0 }
+        return rows.indices.map { encoded[$0 % chunks][$0 / chunks] }
     }
 }

@@ -43,11 +43,7 @@ final class WebSubscriptions: Sendable {
                 guard let endpoint = URL(string: record.endpoint) else {
                     throw WebPushError(code: .badEndpoint, reason: "the endpoint is not a URL")
                 }
-                keys = try WebPushSubscription(
-                    endpoint: endpoint,
-                    userAgentKey: try WebPushSubscription.userAgentKey(record.p256dh),
-                    authSecret: try WebPushSubscription.authSecret(record.auth)
-                )
+                keys = try WebPushSubscription(endpoint: endpoint, p256dh: record.p256dh, auth: record.auth)
             } catch {
                 batch[record.token] = .unusable("the stored subscription is unusable: \(error.reason)")
                 continue
