@@ -15,8 +15,6 @@ struct PushServiceConnections<Handle, Pending> {
     private(set) var closing = false
     private var closedReported = false
     private var nextID = 0
-    /// Origins whose TLS chose HTTP/1.1 (or nothing) over ALPN: connected to over HTTP/1.1 from then on.
-    private(set) var http1: Set<String> = []
 
     enum Origin {
         /// Being opened: what was sent for it meanwhile.
@@ -134,12 +132,6 @@ struct PushServiceConnections<Handle, Pending> {
                 if case .open(let open) = origin { return open.maxStreams }
                 return nil
             }.min() ?? value
-    }
-
-    /// `origin` does not speak HTTP/2: its next connection is an HTTP/1.1 one (remembered for at most 10,000 origins).
-    mutating func speaksHTTP1(_ origin: String) {
-        if http1.count >= 10_000 { http1 = [] }
-        http1.insert(origin)
     }
 
     /// The connections idle for `idle` with nothing in flight, removed: to be closed.

@@ -2,6 +2,7 @@ import APNs
 import AsyncHTTPClient
 import Foundation
 import HTTP2Client
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
 import NIOHTTP1
@@ -109,6 +110,23 @@ final class PushServiceHTTP1: Sendable {
             return .timedOut(notification, requestTimeout)
         } catch {
             return .unreachable(notification, "\(origin) over HTTP/1.1: \(error)")
+        }
+    }
+}
+
+/// The push services known to speak only HTTP/1.1 (their TLS chose it over ALPN), shared by a sender's links: a link
+/// opened for a broadcast does not learn it again with a handshake that sends nothing. At most 10,000 remembered.
+final class HTTP1Origins: Sendable {
+    private let origins = NIOLockedValueBox(Set<String>())
+
+    init() {}
+
+    func contains(_ origin: String) -> Bool { origins.withLockedValue { $0.contains(origin) } }
+
+    func insert(_ origin: String) {
+        origins.withLockedValue { origins in
+            if origins.count >= 10_000 { origins = [] }
+            origins.insert(origin)
         }
     }
 }

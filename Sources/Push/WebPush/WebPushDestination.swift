@@ -24,6 +24,7 @@ struct WebPushDestination: Destination {
     let connector: HTTP2Connector
     /// TLS and event loops for a push service that speaks only HTTP/1.1.
     let http1TLS: TLSConfiguration
+    let http1Origins: HTTP1Origins
     let group: any EventLoopGroup
     let subscriptions: WebSubscriptions
     let vapid: VAPIDSigner
@@ -50,7 +51,7 @@ struct WebPushDestination: Destination {
             connector: connector,
             privateHosts: privateHosts,
             drainTimeout: settings.requestTimeout + .seconds(1),
-            http1: .init(tls: http1TLS, requestTimeout: settings.requestTimeout, group: group),
+            http1: .init(origins: http1Origins, tls: http1TLS, requestTimeout: settings.requestTimeout, group: group),
             limit: maxConnections,
             idle: settings.connectionIdle,
             connections: connections,

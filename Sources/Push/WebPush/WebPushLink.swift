@@ -32,6 +32,8 @@ final class WebPushLink: DestinationLink, Sendable {
     /// How a push service that speaks only HTTP/1.1 is reached: TLS (the system's roots and `webpush_ca_file`'s),
     /// the request timeout, the event loops.
     struct HTTP1: Sendable {
+        /// The origins known to speak only HTTP/1.1 (the transport's, shared by its links).
+        let origins: HTTP1Origins
         let tls: TLSConfiguration
         let requestTimeout: Duration
         let group: any EventLoopGroup
@@ -156,7 +158,7 @@ final class WebPushLink: DestinationLink, Sendable {
             let addresses = try await subscription.checkedAddresses(privateHosts: privateHosts)
             let host = subscription.host
             let literal = ClientAddress(host) != nil
-            if state.withLockedValue({ $0.http1.contains(origin) }) {
+            if http1.origins.contains(origin) {
                 let client = PushServiceHTTP1(
                     origin: origin,
                     host: host,
@@ -266,10 +268,8 @@ final class WebPushLink: DestinationLink, Sendable {
                 state.withLockedValue { $0.retire(origin, id: id) }
             case .closed(_, .notHTTP2):
                 // Its TLS chose HTTP/1.1: nothing was sent; what waited goes again, over HTTP/1.1 from now on.
-                state.withLockedValue { state in
-                    state.retire(origin, id: id)
-                    state.speaksHTTP1(origin)
-                }
+                state.withLockedValue { $0.retire(origin, id: id) }
+                http1.origins.insert(origin)
                 logger.info("Web Push: \(origin) does not speak HTTP/2; its messages go over HTTP/1.1")
                 if !held.isEmpty {
                     continuation.yield(.unanswered(held, reason: "\(origin) speaks HTTP/1.1: sent again over it"))

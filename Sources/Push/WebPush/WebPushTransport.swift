@@ -16,6 +16,8 @@ package struct WebPushTransport: Sendable {
     let connector: HTTP2Connector
     /// For push services that speak only HTTP/1.1: the same roots, and the event loops.
     let http1TLS: TLSConfiguration
+    /// Which push services speak only HTTP/1.1, learnt once for all of this key's links.
+    let http1Origins = HTTP1Origins()
     let group: any EventLoopGroup
     let key: VAPIDKey
     let subject: String
@@ -91,6 +93,7 @@ extension WebPushTransport: DestinationSource {
             WebPushDestination(
                 connector: connector,
                 http1TLS: http1TLS,
+                http1Origins: http1Origins,
                 group: group,
                 subscriptions: WebSubscriptions(),
                 vapid: VAPIDSigner(key: key, subject: subject),
