@@ -92,12 +92,15 @@ final class PushServiceHTTP1: Sendable {
         request.body = .bytes(wire.request.body)
         do {
             let response = try await client.execute(request, timeout: .nanoseconds(requestTimeout.nanoseconds))
-            // An error's text is kept (4 KiB at most, as over HTTP/2); the rest is read and dropped.
+            // An error's text is kept (4 KiB at most, as over HTTP/2); past that the body is not read at all (the
+            // connection is dropped rather than reused), so an endless body costs nothing more.
             var body = ByteBuffer()
-            for try await part in response.body where body.readableBytes < 4_096 {
+            for try await part in response.body {
                 var part = part
                 body.writeBuffer(&part)
+                if body.readableBytes >= 4_096 { break }
             }
+            body.moveWriterIndex(to: min(body.writerIndex, body.readerIndex + 4_096))
             return .answered(
                 HTTP2Answer(
                     request: wire.request,
