@@ -27,6 +27,8 @@ extension Bench {
         var rates: [Bool: [Double]] = [:]
         var outboxDrains: [Double] = []
         var eventsMissing = 0
+        // CPU seconds over each drain (the 202 to the last notification): the daemon, the simulator, the machine.
+        var cpu: [Bool: [(daemon: Double, simulator: Double, rest: Double)]] = [:]
         for withEvents in [false, true, true, false] {
             try await truncate("active_users, push_queue, push_history, messages, notifications, idempotency_keys")
             try await query("DELETE FROM webhooks")
@@ -50,6 +52,10 @@ extension Bench {
             defer { Self.stop([api, daemon]) }
             try await Self.waitForPort(port)
             try await Task.sleep(for: .seconds(1))
+            let cpuBefore = (
+                daemon: Self.cpuSeconds(of: daemon.processIdentifier), simulator: field.simulatorCPUSeconds(),
+                rest: Self.machineCPUSeconds()
+            )
             let status = try await LoadGenerator(port: port, connections: 1, duration: .zero).single(
                 path: "/v1/notifications",
                 form: #"{"to": {"all": true}, "aps": {"alert": "bench webhooks"}}"#,
@@ -63,6 +69,13 @@ extension Bench {
                 try await Task.sleep(for: .milliseconds(100))
             }
             let drained = ContinuousClock.now
+            cpu[withEvents, default: []].append(
+                (
+                    daemon: Self.cpuSeconds(of: daemon.processIdentifier) - cpuBefore.daemon,
+                    simulator: field.simulatorCPUSeconds() - cpuBefore.simulator,
+                    rest: Self.machineCPUSeconds() - cpuBefore.rest
+                )
+            )
             let delivered = try await accepted() - acceptedBefore
             guard delivered >= devices else { throw BenchError("only \(delivered) of \(devices) delivered in 600 s") }
             rates[withEvents, default: []].append(Double(devices) / (drained - answered).seconds)
@@ -80,6 +93,11 @@ extension Bench {
         let with = rates[true] ?? []
         let ratio = (with.reduce(0, +) / Double(max(with.count, 1))) / (without.reduce(0, +) / Double(max(without.count, 1)))
         func list(_ values: [Double]) -> String { values.map { String(format: "%.0f", $0) }.joined(separator: " · ") }
+        func cpuList(_ runs: [(daemon: Double, simulator: Double, rest: Double)]) -> String {
+            runs.map { String(format: "%.1f / %.1f / %.1f", $0.daemon, $0.simulator, $0.rest - $0.daemon - $0.simulator) }.joined(
+                separator: " · "
+            )
+        }
         return [
             Figure(
                 name: "broadcast to \(devices) devices (\(transport)), no webhook: rows/s (runs 1 and 4)",
@@ -92,6 +110,12 @@ extension Bench {
                 value: "\(list(with)); \(String(format: "%.2f", ratio))",
                 target: "≥ 0.90",
                 met: ratio >= 0.9
+            ),
+            Figure(
+                name: "  CPU s over each drain: daemon / simulator / the rest (PostgreSQL)",
+                value: "without \(cpuList(cpu[false] ?? [])); with \(cpuList(cpu[true] ?? []))",
+                target: "-",
+                met: nil
             ),
             Figure(
                 name: "  its outbox empty after the broadcast's last notification (\(devices + 1) events each)",

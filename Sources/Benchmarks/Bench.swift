@@ -534,6 +534,18 @@ package final class Bench: Sendable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// The CPU the whole machine has used, in seconds (busy time of all cores, from /proc/stat): less the processes
+    /// measured apart, the rest is PostgreSQL's (and the bench's own polling).
+    static func machineCPUSeconds() -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
+        else { return 0 }
+        // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+        let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard ticks.count >= 8 else { return 0 }
+        return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// This process's user and system CPU time, in seconds.
     static func ownCPUSeconds() -> Double {
         var usage = rusage()
