@@ -64,6 +64,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case apnsExpiry = "apns_expiry"
     case apnsPriority = "apns_priority"
     case pushBatchSize = "push_batch_size"
+    case pushBatchMax = "push_batch_max"
     case pushWindow = "push_window"
     case pushLease = "push_lease"
     case pushSettle = "push_settle"

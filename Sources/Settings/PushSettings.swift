@@ -17,6 +17,10 @@ package struct PushSettings: Sendable {
     package var priority: UInt8 = 10
     /// Rows claimed per statement (`push_batch_size`). Default 2000.
     package var batchSize = 2000
+    /// The largest claim while a connection's writer waits for rows (`push_batch_max`): claims grow from
+    /// `push_batch_size` up to this while a backlog drains faster than they bring it. Default 4 × `push_batch_size`
+    /// (at most 50000); `push_batch_size` turns the growth off.
+    package var batchMax = 8000
     /// Notifications in flight per connection, not yet known accepted (`push_window`); bounds memory (about 300 bytes
     /// each with the row). With the settle time it caps one binary connection's rate: window / settle per second
     /// (200,000/s at the defaults). Default 100000.
@@ -62,6 +66,13 @@ package struct PushSettings: Sendable {
             priority = UInt8(value)
         }
         batchSize = try Configuration.integer(.pushBatchSize, source, in: 1...50_000) ?? batchSize
+        batchMax = min(batchSize * 4, 50_000)
+        if let value = try Configuration.integer(.pushBatchMax, source, in: 1...50_000) {
+            guard value >= batchSize else {
+                throw Configuration.invalid(.pushBatchMax, source, "expected at least push_batch_size (\(batchSize)), got \(value)")
+            }
+            batchMax = value
+        }
         window = try Configuration.integer(.pushWindow, source, in: 1...1_000_000) ?? window
         lease = try Configuration.duration(.pushLease, source) ?? lease
         settle = try Configuration.duration(.pushSettle, source) ?? settle

@@ -227,6 +227,50 @@ import Testing
         #expect(state.claimStep(batchSize: 100) == .claim, "the writer took some")
     }
 
+    @Test func aWriterLeftWithoutRowsDuringAClaimIsSeenAndAFullWindowIsNot() {
+        var state = LinkSession.State()
+        state.connected(window: 100_000, limit: .max)
+        #expect(state.claimStep(batchSize: 100) == .claim)
+        state.claimed(Self.rows(1...100))
+        #expect(state.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: .now) == .write(Self.rows(1...100)))
+        #expect(!state.writerWaited, "it had rows to write")
+        #expect(state.claimStep(batchSize: 100) == .claim)
+        #expect(state.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: .now) == .wait(until: nil))
+        #expect(state.writerWaited, "places free, nothing ready, a claim under way: the claims are the pace")
+        state.claimed(Self.rows(101...200))
+        #expect(state.claimStep(batchSize: 200) == .claim, "less than a claim ready")
+        #expect(!state.writerWaited, "a claim that starts watches the writer anew")
+
+        // A far end that is the slower side: its streams are all busy while rows wait; that is not the claims' fault.
+        var busy = LinkSession.State()
+        busy.connected(window: 10, limit: 10)
+        busy.claimed(Self.rows(1...10))
+        #expect(busy.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: .now) == .write(Self.rows(1...10)))
+        #expect(busy.claimStep(batchSize: 100) == .claim)
+        #expect(busy.writerStep(batchSize: 100, idleClose: nil, stopping: false, now: .now) == .wait(until: nil))
+        #expect(!busy.writerWaited, "no place free: the writer waits for answers, not for rows")
+    }
+
+    @Test func claimsGrowWhileTheWriterWaitsForThemAndShrinkWhenItDoesNot() {
+        var size = ClaimSize(base: 2000, ceiling: 8000)
+        #expect(size.current == 2000 && size.ceiling == 8000)
+        size.claimed(count: 2000, asked: 2000, writerWaited: true)
+        #expect(size.current == 4000)
+        size.claimed(count: 4000, asked: 4000, writerWaited: true)
+        size.claimed(count: 8000, asked: 8000, writerWaited: true)
+        #expect(size.current == 8000, "never above the ceiling (push_batch_max)")
+        size.claimed(count: 8000, asked: 8000, writerWaited: false)
+        #expect(size.current == 4000, "the writer kept up: halved")
+        size.claimed(count: 3999, asked: 4000, writerWaited: true)
+        #expect(size.current == 2000, "a short claim: the backlog is gone, back to push_batch_size")
+        size.claimed(count: 2000, asked: 2000, writerWaited: false)
+        #expect(size.current == 2000, "never below push_batch_size")
+
+        var off = ClaimSize(base: 2000, ceiling: 2000)
+        off.claimed(count: 2000, asked: 2000, writerWaited: true)
+        #expect(off.current == 2000, "push_batch_max at push_batch_size: no growth")
+    }
+
     @Test func aConnectionWithoutProgressOrCredentialsBacksOff() {
         var dropped = LinkSession.State()
         _ = dropped.ended(.dropped)

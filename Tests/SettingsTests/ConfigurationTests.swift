@@ -99,6 +99,23 @@ import Testing
         #expect(error?.key == key)
     }
 
+    @Test func theLargestClaimIsFourBatchesUnlessSetAndNeverBelowABatch() throws {
+        let base = ["PUSHCHAT_DATABASE_URL": Self.url]
+        #expect(try Configuration.load(mode: .production, path: nil, environment: base).push.batchMax == 8000)
+        let small = base.merging(["PUSHCHAT_PUSH_BATCH_SIZE": "500"]) { $1 }
+        #expect(try Configuration.load(mode: .production, path: nil, environment: small).push.batchMax == 2000)
+        let large = base.merging(["PUSHCHAT_PUSH_BATCH_SIZE": "20000"]) { $1 }
+        #expect(try Configuration.load(mode: .production, path: nil, environment: large).push.batchMax == 50_000)
+        let off = base.merging(["PUSHCHAT_PUSH_BATCH_MAX": "2000"]) { $1 }
+        #expect(try Configuration.load(mode: .production, path: nil, environment: off).push.batchMax == 2000)
+        let below = base.merging(["PUSHCHAT_PUSH_BATCH_MAX": "1999"]) { $1 }
+        let error = #expect(throws: ConfigurationError.self) {
+            try Configuration.load(mode: .production, path: nil, environment: below)
+        }
+        #expect(error?.key == "PUSHCHAT_PUSH_BATCH_MAX")
+        #expect(error?.description.contains("at least push_batch_size (2000)") == true)
+    }
+
     @Test func passwordNeverAppearsInErrors() throws {
         let error = #expect(throws: ConfigurationError.self) {
             try Configuration.load(

@@ -222,6 +222,7 @@ final class LinkSession: Sendable {
                 idleSince = nil
                 return .write(batch)
             }
+            if retry.isEmpty && ready.isEmpty && inFlight < limit { writerWaited = true }
             guard let idleClose, isIdle else {
                 idleSince = nil
                 return .wait(until: nil)
@@ -248,10 +249,17 @@ final class LinkSession: Sendable {
             case stop
         }
 
-        /// The claimer is ready: what it does.
-        func claimStep(batchSize: Int) -> ClaimStep {
+        /// The writer had places free and no row to write since the claim under way started: the claims, not the
+        /// far end, are the connection's pace (``ClaimSize``).
+        private(set) var writerWaited = false
+
+        /// The claimer is ready, with claims of `batchSize` rows: what it does. A claim that starts begins a new
+        /// watch of the writer (``writerWaited``).
+        mutating func claimStep(batchSize: Int) -> ClaimStep {
             guard open else { return .stop }
-            return wantsClaim(batchSize: batchSize) ? .claim : .wait
+            guard wantsClaim(batchSize: batchSize) else { return .wait }
+            writerWaited = false
+            return .claim
         }
 
         /// What the driver does once the connection has ended (``afterwards``).

@@ -211,17 +211,20 @@ struct SenderDriver<D: Destination>: Sendable {
         await link.close()
     }
 
-    /// Keeps rows claimed ahead of the free places (a window's worth, at most a batch), so sending never waits for
-    /// PostgreSQL: claims of `push_batch_size` rows run while earlier rows are on the wire. Claimed rows are held
-    /// under lease by ``HeldRows`` from the moment PostgreSQL returns them.
+    /// Keeps rows claimed ahead of the free places (a window's worth, at most a claim), so sending never waits for
+    /// PostgreSQL: claims of `push_batch_size` rows (more while the writer waits for them: ``ClaimSize``) run while
+    /// earlier rows are on the wire. Claimed rows are held under lease by ``HeldRows`` from the moment PostgreSQL
+    /// returns them.
     private func claim(session: LinkSession) async {
         var databaseBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
+        var size = ClaimSize(base: settings.batchSize, ceiling: settings.batchMax)
         while !shutdown.isRequested {
             let wakeGeneration = session.wake.generation
             let closingGeneration = session.closing.generation
             let queueGeneration = signal.generation
             let stoppingGeneration = shutdown.requestedSignal.generation
-            switch session.read({ $0.claimStep(batchSize: settings.batchSize) }) {
+            let limit = size.current
+            switch session.update({ $0.claimStep(batchSize: limit) }, wakesIf: { _ in false }) {
             case .stop:
                 return
             case .wait:
@@ -239,8 +242,8 @@ struct SenderDriver<D: Destination>: Sendable {
             // and claims the other rows meanwhile.
             let rate = context.rows.traffic == .interactive ? nil : context.broadcastRate
             let onlyBulk = context.rows.traffic == .bulk
-            let share = rate?.share(of: settings.batchSize) ?? 1
-            let bulkLimit = rate?.take(upTo: settings.batchSize, atLeast: onlyBulk ? share : 1)
+            let share = rate?.share(of: limit) ?? 1
+            let bulkLimit = rate?.take(upTo: limit, atLeast: onlyBulk ? share : 1)
             if let rate, bulkLimit == 0, onlyBulk {
                 await session.closing.wait(after: closingGeneration, timeout: rate.wait(for: share))
                 continue
@@ -248,12 +251,21 @@ struct SenderDriver<D: Destination>: Sendable {
             do {
                 let claimed = try await context.held.claim(
                     from: context.rows,
-                    limit: settings.batchSize,
+                    limit: limit,
                     bulkLimit: bulkLimit,
                     timer: metrics.claimDuration
                 )
                 if let rate, let bulkLimit { rate.giveBack(bulkLimit - claimed.count { $0.bulk }) }
                 databaseBackoff.reset()
+                // What the writer did meanwhile sizes the next claim (``ClaimSize``).
+                let waited = session.update(
+                    { state in
+                        state.claimed(claimed)
+                        return state.writerWaited
+                    },
+                    wakesIf: { _ in !claimed.isEmpty }
+                )
+                size.claimed(count: claimed.count, asked: limit, writerWaited: waited)
                 if claimed.isEmpty {
                     // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
                     await QueueSignal.wait(
@@ -262,7 +274,6 @@ struct SenderDriver<D: Destination>: Sendable {
                     )
                     continue
                 }
-                session.update { $0.claimed(claimed) }
             } catch {
                 if let rate, let bulkLimit { rate.giveBack(bulkLimit) }
                 if databaseBackoff.failures == 0 {
