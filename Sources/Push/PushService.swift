@@ -32,6 +32,8 @@ package final class PushService: Service, Sendable {
     /// The daemon's figures, served at `/metrics` on the status listener.
     package let metrics: PushMetrics
     let onStatusServerRunning: @Sendable (Int) async -> Void
+    /// Whether a broadcast drains at full speed, for the webhook deliverer beside this service.
+    package let pressure = BroadcastPressure()
 
     /// - Parameter instance: the name stored in `claimed_by`; default `host:pid`.
     init(
@@ -81,7 +83,8 @@ package final class PushService: Service, Sendable {
             database: webhookDatabase,
             settings: configuration.webhooks,
             registry: metrics,
-            logger: logger
+            logger: logger,
+            pressure: service.pressure
         )
         return [database, webhookDatabase, service, deliverer]
     }
@@ -167,7 +170,8 @@ package final class PushService: Service, Sendable {
             metrics: metrics,
             status: status,
             logger: logger,
-            broadcastRate: rate > 0 ? BroadcastRate(perSecond: rate) : nil
+            broadcastRate: rate > 0 ? BroadcastRate(perSecond: rate) : nil,
+            pressure: pressure
         )
         return (context, queue)
     }

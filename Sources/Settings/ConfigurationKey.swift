@@ -78,6 +78,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case webhookRetryFirst = "webhook_retry_first"
     case webhookRetryWindow = "webhook_retry_window"
     case webhookConcurrency = "webhook_concurrency"
+    case webhookBroadcastLag = "webhook_broadcast_lag"
     case webhookCAFile = "webhook_ca_file"
     case webPushVAPIDKeyFile = "webpush_vapid_key_file"
     case webPushSubject = "webpush_subject"

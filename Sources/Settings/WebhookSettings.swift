@@ -16,6 +16,9 @@ package struct WebhookSettings: Sendable {
     package var retryWindow: Duration = .seconds(3 * 24 * 3600)
     /// POSTs under way at once to one webhook (`webhook_concurrency`). Default 4.
     package var concurrency = 4
+    /// While the daemon drains a broadcast at full speed, only events at least this old are POSTed
+    /// (`webhook_broadcast_lag`; 0: at once): the notifications have the machine first. Default 30 s.
+    package var broadcastLag: Duration = .seconds(30)
     /// A PEM file of the certificate authorities a receiver's https certificate may chain to, instead of the system's
     /// (`webhook_ca_file`). Default: the system's.
     package var caFile: String?
@@ -28,6 +31,8 @@ package struct WebhookSettings: Sendable {
         retryFirst = try Configuration.duration(.webhookRetryFirst, source) ?? retryFirst
         retryWindow = try Configuration.duration(.webhookRetryWindow, source) ?? retryWindow
         concurrency = try Configuration.integer(.webhookConcurrency, source, in: 1...64) ?? concurrency
+        broadcastLag =
+            try Configuration.duration(.webhookBroadcastLag, source, zeroMeans: "at once", maximum: .seconds(3600)) ?? broadcastLag
         caFile = try Configuration.absolutePath(.webhookCAFile, source)
     }
 }

@@ -72,14 +72,16 @@ package struct WebhookOutbox: Sendable {
     }
 
     /// Up to `limit` of the webhook's due rows, held for `lease` (a daemon that dies leaves them due again after it);
-    /// none while the webhook waits out a backoff or is disabled.
-    package func claim(webhook: Int64, limit: Int, lease: Duration) async throws -> [Post] {
+    /// none while the webhook waits out a backoff or is disabled. `olderThan`: only rows written at least that long ago
+    /// (held back while a broadcast drains).
+    package func claim(webhook: Int64, limit: Int, lease: Duration, olderThan age: Duration = .zero) async throws -> [Post] {
         let rows = try await database.query(
             """
             UPDATE webhook_outbox o SET next_attempt_at = now() + make_interval(secs => \(lease.seconds))
             FROM \(unescaped: Self.asynchronousCommit), (
                 SELECT id FROM webhook_outbox
                 WHERE webhook_id = \(webhook) AND next_attempt_at <= now()
+                    AND created_at <= now() - make_interval(secs => \(age.seconds))
                     AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = \(webhook) AND w.disabled_at IS NULL
                                 AND (w.retry_at IS NULL OR w.retry_at <= now()))
                 ORDER BY next_attempt_at, id LIMIT \(Int64(limit))

@@ -398,6 +398,57 @@ import Testing
         }
     }
 
+    /// While a broadcast drains at full speed, its events wait until they are `webhook_broadcast_lag` old: with 60 s,
+    /// none is POSTed during the drain and all of them right after it; with 0 (the control), they flow during it.
+    @Test func eventsWaitWhileABroadcastDrainsAtFullSpeed() async throws {
+        try await PushHarness.run { harness in
+            let devices = 10_000
+            try await BroadcastTests.seedDevices(harness.url, count: devices)
+            let port = try FreePort.loopback()
+            let secret = try Self.add(harness, "drains", port: port, events: "notification.sent")
+            let receiver = try await WebhookReceiver.start(secrets: [secret], port: port)
+            defer { receiver.stop() }
+            for (round, lag) in [Duration.zero, .seconds(60)].enumerated() {
+                let id = try await TestDatabase.withDatabaseClient(harness.url) { database in
+                    let broadcast = BroadcastTests.notification(.all)
+                    let store = ProviderStore(database: database, logger: TestDatabase.logger)
+                    let outcome = try await store.queue(broadcast, maxRecipients: nil, backgroundAbove: 100)
+                    #expect(outcome == .accepted(recipients: devices))
+                    return broadcast.id
+                }
+                // Over HTTP/2, whose claims keep pace with the answers (the binary interface's claims run ahead of the
+                // sending, up to its window).
+                var configuration = try harness.http2().0
+                configuration.webhooks = Self.configuration(harness, port: port).webhooks
+                configuration.push.batchSize = 100
+                configuration.webhooks.broadcastLag = lag
+                let postsBefore = receiver.posts.count
+                let postsDuringDrain = try await harness.withDaemon(configuration) {
+                    // Sampled until 95% of the broadcast is sent: the POSTs the receiver had by then.
+                    var during = 0
+                    let deadline = ContinuousClock.now + .seconds(120)
+                    while try await harness.count("notification_id = '\(id)' AND time_sent IS NOT NULL") < devices * 95 / 100 {
+                        during = receiver.posts.count - postsBefore
+                        guard ContinuousClock.now < deadline else { throw CancellationError() }
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    try await harness.waitUntil(timeout: .seconds(60), "the broadcast's events are delivered") {
+                        receiver.delivered.count >= devices * (round + 1)
+                    }
+                    return during
+                }
+                if lag == .zero {
+                    #expect(postsDuringDrain > 0, "without a lag, events are POSTed while the broadcast drains")
+                } else {
+                    #expect(postsDuringDrain == 0, "\(postsDuringDrain) POSTs during the drain with a 60 s lag")
+                }
+            }
+            let sent = receiver.delivered.filter { $0.type == "notification.sent" }
+            #expect(sent.count == 2 * devices && Set(sent.map(\.id)).count == 2 * devices, "every event once")
+            #expect(try await Self.outbox(harness) == 0)
+        }
+    }
+
     /// A broadcast expanded in the background by two daemons while they send it: one `notification.completed`, with
     /// every recipient counted, and each recipient's event once (the completion is judged after the last result).
     @Test func aBroadcastByTwoDaemonsCompletesOnce() async throws {

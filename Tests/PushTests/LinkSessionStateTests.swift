@@ -288,3 +288,14 @@ import Testing
         #expect(unavailable.afterwards == .reconnect(progressed: false), "no claim-and-release loop without credentials")
     }
 }
+
+@Suite struct BroadcastPressureTests {
+    @Test func aFullClaimOfABroadcastCountsForTwoSeconds() {
+        let pressure = BroadcastPressure()
+        let start = ContinuousClock.now
+        #expect(!pressure.isDraining(at: start), "no claim yet")
+        pressure.fullClaim(at: start)
+        #expect(pressure.isDraining(at: start + .milliseconds(1999)))
+        #expect(!pressure.isDraining(at: start + .seconds(2)), "the backlog is gone: events go at once")
+    }
+}

@@ -15,7 +15,9 @@ import Webhooks
 /// a lease: several daemons share the outbox) and POSTs them, up to `webhook_concurrency` at once, signed with the
 /// Standard Webhooks headers. A 2xx deletes the row; anything else, a timeout or a refused connection leaves it for the
 /// webhook's next try after a backoff; past the retry window of failures in a row the webhook is disabled. It runs on
-/// its own database client and connections: a slow or dead receiver never holds back a notification.
+/// its own database client and connections: a slow or dead receiver never holds back a notification. While this
+/// daemon drains a broadcast at full speed (``BroadcastPressure``) it POSTs only events older than
+/// `webhook_broadcast_lag`: the notifications have the machine first, the events follow once the backlog is gone.
 package struct WebhookDeliverer: Service {
     let database: DatabaseClient
     let outbox: WebhookOutbox
@@ -26,15 +28,19 @@ package struct WebhookDeliverer: Service {
     /// How often the list of webhooks is read again, and an idle webhook's outbox looked at.
     let poll: Duration
     let retry: WebhookRetry
+    /// The sending's side (nil: POST at once whatever it does).
+    let pressure: BroadcastPressure?
 
     package init(
         database: DatabaseClient,
         settings: WebhookSettings,
         registry: MetricsRegistry,
         logger: Logger,
-        poll: Duration = .milliseconds(500)
+        poll: Duration = .milliseconds(500),
+        pressure: BroadcastPressure? = nil
     ) throws {
         self.database = database
+        self.pressure = pressure
         self.outbox = WebhookOutbox(database: database, logger: logger)
         self.settings = settings
         self.metrics = WebhookMetrics(registry: registry)
@@ -102,7 +108,13 @@ package struct WebhookDeliverer: Service {
         while !Task.isCancelled, let receiver = receivers.receiver(webhook) {
             let posts: [WebhookOutbox.Post]
             do {
-                posts = try await outbox.claim(webhook: webhook, limit: settings.concurrency, lease: settings.timeout * 2 + .seconds(30))
+                let held = pressure?.isDraining() == true ? settings.broadcastLag : .zero
+                posts = try await outbox.claim(
+                    webhook: webhook,
+                    limit: settings.concurrency,
+                    lease: settings.timeout * 2 + .seconds(30),
+                    olderThan: held
+                )
             } catch {
                 logger.debug("Webhook \(receiver.name): the outbox could not be read: \(error)")
                 try? await Task.sleep(for: poll * 2)

@@ -266,6 +266,7 @@ struct SenderDriver<D: Destination>: Sendable {
                     wakesIf: { _ in !claimed.isEmpty }
                 )
                 size.claimed(count: claimed.count, asked: limit, writerWaited: waited)
+                if claimed.count >= limit, claimed.contains(where: \.bulk) { context.pressure?.fullClaim() }
                 if claimed.isEmpty {
                     // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
                     await QueueSignal.wait(

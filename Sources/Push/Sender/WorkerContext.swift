@@ -19,6 +19,8 @@ struct WorkerContext: Sendable {
     let logger: Logger
     /// `push_broadcast_rate`: the daemon's budget for broadcast rows, shared by all its connections (nil: no limit).
     var broadcastRate: BroadcastRate? = nil
+    /// Told when a claim of broadcast rows comes back full (the webhook deliverer holds back fresh events meanwhile).
+    var pressure: BroadcastPressure? = nil
 
     /// The same context for one app's sender: its queue (its rows, its claim cursor) and its own stop, which the
     /// service also raises at graceful shutdown.
@@ -46,7 +48,8 @@ struct WorkerContext: Sendable {
             metrics: metrics,
             status: status,
             logger: logger,
-            broadcastRate: broadcastRate
+            broadcastRate: broadcastRate,
+            pressure: pressure
         )
     }
 }
