@@ -51,11 +51,14 @@ extension Bench {
         // 80% of the rate without (the line after), whatever their own trend.
         func three(_ label: String, target: Bool) async throws -> (figures: [Figure], rates: [Double]) {
             var rates: [Double] = []
+            var cpu: [String] = []
             try await truncate("push_queue, push_history")
             try await query("VACUUM ANALYZE push_queue")
             for round in 0..<3 {
-                rates.append(try await drain(rows: rows, daemons: 1, fresh: false).rate)
-                progress("rounds: round \(round + 1) of 3 \(label): \(Int(rates[round])) rows/s")
+                let drained = try await drain(rows: rows, daemons: 1, fresh: false)
+                rates.append(drained.rate)
+                cpu.append(drained.cpu)
+                progress("rounds: round \(round + 1) of 3 \(label): \(Int(rates[round])) rows/s; \(drained.cpu)")
             }
             let dead = try await scalar("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'push_queue'")
             let third = rates[2] / max(rates[0], 1)
@@ -64,7 +67,7 @@ extension Bench {
                     Figure(
                         name: "three drains of \(rows) rows back to back, binary\(label)",
                         value: rates.map { "\(Int($0))" }.joined(separator: ", ")
-                            + " rows/s; third/first \(String(format: "%.2f", third)); \(dead) dead row versions",
+                            + " rows/s; third/first \(String(format: "%.2f", third)); \(dead) dead row versions; first round's \(cpu[0])",
                         target: target ? "third ≥ 0.90 of first" : "-",
                         met: target ? third >= 0.9 : nil
                     )

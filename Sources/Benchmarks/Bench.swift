@@ -249,7 +249,7 @@ package final class Bench: Sendable {
         oneDaemonRate: Double? = nil,
         fresh: Bool = true,
         platform: Platform = .apns
-    ) async throws -> (figures: [Figure], rate: Double) {
+    ) async throws -> (figures: [Figure], rate: Double, cpu: String) {
         progress("drain (\(platform == .fcm ? "FCM" : platform == .web ? "Web Push" : transport.rawValue))")
         // A fresh queue (truncated and vacuumed), or rows added behind the earlier rounds' (back-to-back drains).
         if fresh { try await truncate("push_queue, push_history") }
@@ -297,7 +297,8 @@ package final class Bench: Sendable {
         defer { stopDaemons() }
         let start = ContinuousClock.now
         let cpuBefore = (
-            daemons: processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +), bench: field.simulatorCPUSeconds()
+            daemons: processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +), bench: field.simulatorCPUSeconds(),
+            machine: Self.machineCPUSeconds()
         )
         var peakRSS = 0
         var samples: [Int] = []
@@ -321,10 +322,12 @@ package final class Bench: Sendable {
         // CPU per row: the daemons', and the simulator's (this process's, with the delaying proxy of --rtt-ms; or its own).
         let daemonCPU = processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +) - cpuBefore.daemons
         let benchCPU = field.simulatorCPUSeconds() - cpuBefore.bench
+        let restCPU = Self.machineCPUSeconds() - cpuBefore.machine - daemonCPU - benchCPU
         let cpu = String(
-            format: "CPU per row: daemon %.1f µs, simulator %.1f µs",
+            format: "CPU per row: daemon %.1f µs, simulator %.1f µs, the rest %.1f µs",
             daemonCPU / Double(rows) * 1e6,
-            benchCPU / Double(rows) * 1e6
+            benchCPU / Double(rows) * 1e6,
+            restCPU / Double(rows) * 1e6
         )
         let span = try await double(
             "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM \(deliveries) WHERE message_id > \(firstID)"
@@ -334,7 +337,7 @@ package final class Bench: Sendable {
         let duplicates = accepted - rows
         let rate = Double(rows) / max(span, 0.001)
         if !fresh {
-            return ([], rate)
+            return ([], rate, cpu)
         }
         // The same rows through one raw move to push_history (what the daemon's stamps do), as a yardstick for this machine in this run, with the daemons
         // stopped: running, they would claim the rows the first UPDATE makes pending again and compete with (or
@@ -411,7 +414,7 @@ package final class Bench: Sendable {
                 at: memory ? 0 : figures.count
             )
         }
-        return (figures, rate)
+        return (figures, rate, cpu)
     }
 
     /// With the daemon idle, queues one row at a time and measures until the simulator decodes it.

@@ -139,6 +139,7 @@ extension CommitWatch {
             } else {
                 position = .first
             }
+            try pipeline.addHandler(UnaskedReadCompleteHandler(), position: position)
             try pipeline.addHandler(ReadyForQueryHandler(watch: watch), position: position)
         }.get()
         guard added != nil else { return }
@@ -182,5 +183,76 @@ final class ReadyForQueryHandler: ChannelInboundHandler, RemovableChannelHandler
 
     func handlerRemoved(context: ChannelHandlerContext) {
         watch.close()
+    }
+}
+
+/// Whether a `channelReadComplete` may go on to postgres-nio now (a value: tested without a channel).
+///
+/// postgres-nio stops asking to read while a result's rows wait for its caller (backpressure), and it traps when a
+/// read completes that it did not ask for (`RowStreamStateMachine`: "How can we receive a body part, after a
+/// channelReadComplete, but no read has been forwarded yet"). That happens when the server's side closes the
+/// connection while rows wait: NIO then reads what is left of the socket unasked and completes the read, and the
+/// connection goes inactive in the same turn of the event loop. A crashed or restarted PostgreSQL (a failover) did that
+/// to the push daemon in the middle of a large claim. So a completion nobody asked for is held until the end of that
+/// turn: if the connection went inactive meanwhile it is dropped (the statement fails with the connection, as it
+/// must); otherwise it goes on, as it always did.
+struct ReadCompletions: Equatable {
+    /// A read was asked for since the last completion went on (at first: a connection is installed idle, reading).
+    private(set) var asked = true
+    /// A completion nobody asked for, held.
+    private(set) var held = false
+    private(set) var inactive = false
+
+    /// A read goes out.
+    mutating func read() { asked = true }
+
+    /// A read completed: whether it goes on now (else it is held: ``endOfTurn()`` says).
+    mutating func readComplete() -> Bool {
+        guard asked else {
+            held = true
+            return false
+        }
+        asked = false
+        return true
+    }
+
+    mutating func channelInactive() { inactive = true }
+
+    /// The end of the turn in which a completion was held: whether it goes on now.
+    mutating func endOfTurn() -> Bool {
+        defer { held = false }
+        return held && !inactive
+    }
+}
+
+/// Holds a read completion postgres-nio did not ask for (``ReadCompletions``).
+final class UnaskedReadCompleteHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var completions = ReadCompletions()
+
+    func read(context: ChannelHandlerContext) {
+        completions.read()
+        context.read()
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if completions.readComplete() {
+            context.fireChannelReadComplete()
+            return
+        }
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            if handler.value.completions.endOfTurn() { bound.value.fireChannelReadComplete() }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        completions.channelInactive()
+        context.fireChannelInactive()
     }
 }
