@@ -40,17 +40,34 @@ package struct BackendMessageFraming: Sendable {
         return false
     }
 
+    /// Whether the next byte is a message's first.
+    package var atMessageStart: Bool {
+        if case .header(nil, _, _) = phase { return true }
+        return false
+    }
+
     /// Reads the next bytes of the stream, reporting each signal in order.
     package mutating func read(_ bytes: some Collection<UInt8>, signal: (Signal) -> Void) {
+        _ = read(bytes, boundaryAfter: .max, signal: signal)
+    }
+
+    /// Reads the next bytes of the stream as far as the first message boundary at least `minimum` bytes in (or to
+    /// their end, or to where the framing was lost), reporting each signal in order; where it stopped.
+    package mutating func read<Bytes: Collection<UInt8>>(
+        _ bytes: Bytes,
+        boundaryAfter minimum: Int,
+        signal: (Signal) -> Void
+    ) -> Bytes.Index {
         var index = bytes.startIndex
         while index != bytes.endIndex {
+            if atMessageStart, bytes.distance(from: bytes.startIndex, to: index) >= minimum { return index }
             switch phase {
             case .lost:
-                return
+                return index
             case .header(nil, _, _):
                 let type = bytes[index]
                 index = bytes.index(after: index)
-                guard Self.types.contains(type) else { return lose(signal) }
+                guard Self.types.contains(type) else { return lose(signal, at: index) }
                 phase = .header(type: type, length: 0, read: 0)
             case .header(.some(let type), let length, let read):
                 let length = length << 8 | UInt32(bytes[index])
@@ -59,7 +76,9 @@ package struct BackendMessageFraming: Sendable {
                     phase = .header(type: type, length: length, read: read + 1)
                     continue
                 }
-                guard length >= 4, length <= Self.longest, type != UInt8(ascii: "Z") || length == 5 else { return lose(signal) }
+                guard length >= 4, length <= Self.longest, type != UInt8(ascii: "Z") || length == 5 else {
+                    return lose(signal, at: index)
+                }
                 if type == UInt8(ascii: "C") { signal(.completed) }
                 if type == UInt8(ascii: "E") { signal(.failed) }
                 phase = length == 4 ? .header(type: nil, length: 0, read: 0) : .body(type: type, left: length - 4)
@@ -68,7 +87,7 @@ package struct BackendMessageFraming: Sendable {
                     let status = bytes[index]
                     index = bytes.index(after: index)
                     guard status == UInt8(ascii: "I") || status == UInt8(ascii: "T") || status == UInt8(ascii: "E") else {
-                        return lose(signal)
+                        return lose(signal, at: index)
                     }
                     signal(.ready)
                     phase = .header(type: nil, length: 0, read: 0)
@@ -81,10 +100,12 @@ package struct BackendMessageFraming: Sendable {
                 phase = rest == 0 ? .header(type: nil, length: 0, read: 0) : .body(type: type, left: rest)
             }
         }
+        return index
     }
 
-    private mutating func lose(_ signal: (Signal) -> Void) {
+    private mutating func lose<Index>(_ signal: (Signal) -> Void, at index: Index) -> Index {
         phase = .lost
         signal(.lost)
+        return index
     }
 }

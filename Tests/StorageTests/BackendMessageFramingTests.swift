@@ -1,3 +1,5 @@
+import NIOCore
+import NIOEmbedded
 import Testing
 
 @testable import Storage
@@ -93,5 +95,95 @@ import Testing
         framing.read(bytes + Self.statement) { signals.append($0) }
         #expect(signals == [.lost], "\(what)")
         #expect(framing.isLost)
+    }
+}
+
+/// The slices the commit watch's handler passes postgres-nio (``ReadyForQueryHandler``): whole messages, each slice
+/// ending at the first message boundary 2 KB or more in, the bytes unchanged and the signals as before.
+@Suite struct ReadyForQuerySlicingTests {
+    typealias Framing = BackendMessageFramingTests
+
+    /// A claim's answer: a row description, `rows` data rows of `rowBytes` each, its tag, ready.
+    static func claim(rows: Int, rowBytes: Int) -> [UInt8] {
+        var bytes = Framing.message("T", Array(repeating: 7, count: 40))
+        for row in 0..<rows { bytes += Framing.message("D", Array(repeating: UInt8(truncatingIfNeeded: row), count: rowBytes)) }
+        return bytes + Framing.message("C", Array("SELECT \(rows)".utf8) + [0]) + Framing.message("Z", [UInt8(ascii: "I")])
+    }
+
+    /// Where each message of `stream` starts.
+    static func starts(_ stream: [UInt8]) -> Set<Int> {
+        var starts: Set<Int> = []
+        var index = 0
+        while index < stream.count {
+            starts.insert(index)
+            let length = stream[index + 1...index + 4].reduce(0) { $0 << 8 | Int($1) }
+            index += 1 + length
+        }
+        return starts
+    }
+
+    @Test func theFramingStopsAtTheFirstBoundaryPastTheMinimum() {
+        let stream = Self.claim(rows: 40, rowBytes: 150)
+        var framing = BackendMessageFraming()
+        var signals: [BackendMessageFraming.Signal] = []
+        let end = framing.read(stream, boundaryAfter: 2048) { signals.append($0) }
+        #expect(end >= 2048)
+        #expect(Self.starts(stream).contains(end))
+        #expect(!Self.starts(stream).contains(where: { $0 >= 2048 && $0 < end }), "the first boundary, not a later one")
+        #expect(framing.atMessageStart)
+        #expect(signals.isEmpty)
+        #expect(framing.read(stream[end...], boundaryAfter: .max) { signals.append($0) } == stream.endIndex)
+        #expect(signals == [.completed, .ready])
+    }
+
+    @Test func slicesOfWholeMessages() throws {
+        let stream = Self.claim(rows: 2_000, rowBytes: 180) + Self.claim(rows: 3, rowBytes: 10)
+        let starts = Self.starts(stream)
+        // Reads cut anywhere, as TLS hands them on: one of 64 KB and more, and smaller ones.
+        for readSize in [70_000, 16_384, 3_000, 1_000] {
+            let watch = CommitWatch()
+            let channel = EmbeddedChannel(handler: ReadyForQueryHandler(watch: watch))
+            for offset in stride(from: 0, to: stream.count, by: readSize) {
+                // As TLS hands them on: in a buffer larger than what was read.
+                var read = ByteBufferAllocator().buffer(capacity: 2 * readSize)
+                read.writeBytes(stream[offset..<min(offset + readSize, stream.count)])
+                try channel.writeInbound(read)
+            }
+            var passed: [UInt8] = []
+            var slices: [(start: Int, count: Int, readEnd: Bool)] = []
+            while let slice = try channel.readInbound(as: ByteBuffer.self) {
+                // Each a slice of its own bytes only (a read's last too): the decoder's copy of an unfinished message
+                // copies to the end of what it was given.
+                #expect(slice.capacity == slice.readableBytes, "reads of \(readSize) bytes: a slice spans more than its bytes")
+                let start = passed.count
+                passed += slice.readableBytesView
+                slices.append((start, slice.readableBytes, passed.count % readSize == 0 || passed.count == stream.count))
+            }
+            #expect(passed == stream, "reads of \(readSize) bytes")
+            for slice in slices where !slice.readEnd {
+                // Every slice but a read's last ends at a message boundary, the first 2 KB or more into it.
+                let end = slice.start + slice.count
+                #expect(starts.contains(end), "reads of \(readSize) bytes: a slice ends inside a message")
+                #expect(slice.count >= 2048)
+                #expect(!starts.contains(where: { $0 >= slice.start + 2048 && $0 < end }), "the first boundary past 2 KB")
+            }
+            if readSize > 2 * 2048 { #expect(slices.count > stream.count / readSize + 1, "a large read is cut") }
+            #expect(try channel.finish().isClean)
+            _ = watch
+        }
+    }
+
+    @Test func whatFollowsALossGoesOnWhole() throws {
+        let watch = CommitWatch()
+        let channel = EmbeddedChannel(handler: ReadyForQueryHandler(watch: watch))
+        let stream = Self.claim(rows: 30, rowBytes: 150) + [0xFF] + Array(repeating: 0, count: 5_000)
+        try channel.writeInbound(ByteBuffer(bytes: stream))
+        var passed: [UInt8] = []
+        while let slice = try channel.readInbound(as: ByteBuffer.self) { passed += slice.readableBytesView }
+        #expect(passed == stream)
+        try channel.writeInbound(ByteBuffer(bytes: Self.claim(rows: 30, rowBytes: 150)))
+        let after = try #require(try channel.readInbound(as: ByteBuffer.self))
+        #expect(after.readableBytes == Self.claim(rows: 30, rowBytes: 150).count, "after a loss: unread, whole")
+        _ = try channel.finish()
     }
 }
