@@ -226,7 +226,11 @@ let package = Package(
         .testTarget(name: "FCMTests", dependencies: ["FCM", "Support", cryptoExtras], swiftSettings: swiftSettings),
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Support"], swiftSettings: swiftSettings),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "Support", crypto], swiftSettings: swiftSettings),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Settings", postgres, nioCore, nioEmbedded], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", "Settings", postgres, nioCore, nioEmbedded],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "APITests",
             dependencies: [
