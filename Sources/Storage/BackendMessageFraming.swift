@@ -52,12 +52,14 @@ package struct BackendMessageFraming: Sendable {
     }
 
     /// Reads the next bytes of the stream as far as the first message boundary at least `minimum` bytes in (or to
-    /// their end, or to where the framing was lost), reporting each signal in order; where it stopped.
+    /// their end, or to where the framing was lost), reporting each signal in order; where it stopped. `minimum` is
+    /// at least 1: each call reads something.
     package mutating func read<Bytes: Collection<UInt8>>(
         _ bytes: Bytes,
         boundaryAfter minimum: Int,
         signal: (Signal) -> Void
     ) -> Bytes.Index {
+        precondition(minimum > 0, "a read that stops before its first byte")
         var index = bytes.startIndex
         while index != bytes.endIndex {
             if atMessageStart, bytes.distance(from: bytes.startIndex, to: index) >= minimum { return index }
