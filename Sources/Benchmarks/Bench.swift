@@ -503,11 +503,16 @@ package final class Bench: Sendable {
     }
 
     func scalar(_ sql: String) async throws -> Int64 {
+        try await value(sql, as: Int64.self) ?? 0
+    }
+
+    /// The first row's one column, nil without a row.
+    func value<Value: PostgresDecodable & Sendable>(_ sql: String, as _: Value.Type) async throws -> Value? {
         try await Database.withConnection(url: url, applicationName: "pushchat-bench", logger: logger) { connection in
-            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Int64.self) {
+            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Value.self) {
                 return value
             }
-            return 0
+            return nil
         }
     }
 
