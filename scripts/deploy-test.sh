@@ -1189,9 +1189,11 @@ sleep 2
 contract_pending=$(grep -c "^contract pending: " "$scratch/guide.log" || true)
 run_guide_block contract "$repo" /dev/null
 if [ "$contract_pending" -gt 0 ]; then
+    [ "$(db "SELECT count(*) FROM schema_migrations")" = "$(find "$repo/migrations" -name '*.sql' | wc -l)" ] \
+        || die "migrate --contract left migrations pending"
     [ "$(db "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'devices_pkey'")" = "PRIMARY KEY (app, device_token)" ] \
         || die "migrate --contract did not move the devices' key"
-    echo "    migrate --contract applied under traffic: devices and invalid_tokens keyed by (app, device_token)"
+    echo "    migrate --contract applied under traffic: $(grep "^contract pending: " "$scratch/guide.log" | tail -n 1 | sed 's/^contract pending: \([^ (:]*\).*/\1/')"
 fi
 # 019_push_history_contract.sql: the running daemon notices it (within a third of its lease) and moves the rows it sends.
 for _ in $(seq 1 300); do

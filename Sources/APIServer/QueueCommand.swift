@@ -132,6 +132,9 @@ struct QueueCommand: AsyncParsableCommand {
             do {
                 let ran = try await QueueCommand.withJobLock(options, job: "pushchat-api queue prune") {
                     try await QueueCommand.withAdmin(options, program: "pushchat-api queue prune") { admin in
+                        // The outbox first: a POST past the window no longer keeps the push_history rows it names.
+                        let window = configuration.webhooks.retryWindow
+                        let posts = try await admin.pruneWebhookOutbox(window: window)
                         let rows = try await admin.prune(olderThan: age)
                         print("\(rows) rows older than \(olderThan) deleted")
                         let moved = try await admin.moveStampedRows()
@@ -146,8 +149,6 @@ struct QueueCommand: AsyncParsableCommand {
                                 + "\(pruned.tokenlessUsers) users without a token after \(retention.tokenlessUsers.days), "
                                 + "\(pruned.invalidTokens) handled invalid-token reports older than \(retention.invalidTokens.days) deleted"
                         )
-                        let window = configuration.webhooks.retryWindow
-                        let posts = try await admin.pruneWebhookOutbox(window: window)
                         print("\(posts) webhook POSTs past the retry window (\(window.days)) deleted")
                         let subscriptions = try await admin.pruneWebSubscriptions()
                         print("\(subscriptions) browser subscriptions no device or chat user names deleted")

@@ -203,7 +203,12 @@ package struct QueueAdmin: Sendable {
     private func pruneHistory(olderThan age: Duration) async throws -> Int {
         try await deleteInBatches(
             age,
-            "SELECT message_id FROM push_history WHERE coalesce(time_sent, time_failed) < now() - make_interval(secs => $1) LIMIT $2",
+            // A row a waiting webhook POST names (webhook_outbox.sent_ids, in order) stays until the POST is gone:
+            // its event is built from it when the POST is sent.
+            """
+            SELECT message_id FROM push_history WHERE coalesce(time_sent, time_failed) < now() - make_interval(secs => $1)
+                AND message_id < coalesce((SELECT min(sent_ids[1]) FROM webhook_outbox), 9223372036854775807) LIMIT $2
+            """,
             table: "push_history",
             key: "message_id"
         )

@@ -23,7 +23,8 @@ package struct WebhookOutbox: Sendable {
     /// One claimed row: one POST.
     package struct Post: Sendable, Equatable {
         package let id: Int64
-        /// The JSON array of events, as stored (its text is the same on every retry).
+        /// The JSON array of events: as stored, or built from the push_history rows the row names (notification.sent,
+        /// migrations/031); its text is the same on every retry.
         package let events: String
         package let eventCount: Int
         package let createdAt: Date
@@ -73,7 +74,8 @@ package struct WebhookOutbox: Sendable {
 
     /// Up to `limit` of the webhook's due rows, held for `lease` (a daemon that dies leaves them due again after it);
     /// none while the webhook waits out a backoff or is disabled. `olderThan`: only rows written at least that long ago
-    /// (held back while a broadcast drains).
+    /// (held back while a broadcast drains). A row of notification.sent ids has its events built here, from
+    /// push_history (`webhook_sent_events`): after the drain, not in its result statements.
     package func claim(webhook: Int64, limit: Int, lease: Duration, olderThan age: Duration = .zero) async throws -> [Post] {
         let rows = try await database.query(
             """
@@ -88,7 +90,7 @@ package struct WebhookOutbox: Sendable {
                 FOR UPDATE SKIP LOCKED
             ) c
             WHERE o.id = c.id
-            RETURNING o.id, o.events::text, o.event_count, o.created_at, o.attempts
+            RETURNING o.id, coalesce(o.events, webhook_sent_events(o.sent_ids)), o.event_count, o.created_at, o.attempts
             """,
             logger: logger,
             committed: true
@@ -107,6 +109,15 @@ package struct WebhookOutbox: Sendable {
             FROM \(unescaped: Self.asynchronousCommit)
             WHERE id = \(webhook)
             """,
+            logger: logger,
+            committed: true
+        )
+    }
+
+    /// Deletes a POST with nothing left to say (every push_history row it named was deleted by hand before it went).
+    package func discard(_ post: Int64) async throws {
+        _ = try await database.query(
+            "DELETE FROM webhook_outbox WHERE id = \(post)",
             logger: logger,
             committed: true
         )

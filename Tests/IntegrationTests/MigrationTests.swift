@@ -174,6 +174,94 @@ import Testing
         }
     }
 
+    /// notification.sent events kept as their push_history rows' ids (031 and the contract step 032): before the
+    /// contract step the result statements write the events' text (the release before reads only that), after it the
+    /// ids; the deliverer's claim gives both as the text POSTed, and the ids give the same text, byte for byte, as the
+    /// events they replace (failed events stay text). A release from before 031 does not fit once 032 ran.
+    @Test func sentEventsAreKeptAsIdsOnceTheContractStepRanAndPostTheSameText() async throws {
+        try await TestDatabase.withEmptyDatabase { url in
+            let all = try Migration.load(from: TestDatabase.migrationsDirectory)
+            let contract = try #require(all.first { $0.fileName == "032_webhook_sent_ids_contract.sql" })
+            // Rows offset + 1 and + 2 sent (the second's token needs escaping), + 3 failed, + 4 a chat row sent.
+            let results = { (offset: Int) -> PostgresQuery in
+                """
+                INSERT INTO push_history (message_id, device_token, payload, time_sent, time_failed, last_status, last_error, attempts,
+                                          notification_id, platform)
+                SELECT \(offset) + n, CASE n WHEN 2 THEN 'to"ken' ELSE lpad(n::text, 64, '0') END, '{}',
+                       CASE WHEN n <> 3 THEN timestamptz '2026-11-29 05:00:00.1234+00' + n * interval '1 ms' END,
+                       CASE WHEN n = 3 THEN timestamptz '2026-11-29 05:00:01+00' END, CASE WHEN n = 3 THEN '400' END,
+                       CASE WHEN n = 3 THEN 'BadDeviceToken' END, n,
+                       CASE WHEN n <> 4 THEN 'a3bb189e-8bf9-3888-9912-ace4e6543002'::uuid END, CASE n WHEN 1 THEN 'fcm' ELSE 'apns' END
+                FROM generate_series(1, 4) n
+                """
+            }
+            try await TestDatabase.withConnection(url) { connection in
+                let before = all.filter { $0.version < contract.version }
+                _ = try await Migrator(connection: connection, migrations: before, logger: TestDatabase.logger).migrate()
+                let migrator = Migrator(connection: connection, migrations: all, logger: TestDatabase.logger)
+                #expect(try await migrator.migrate().isEmpty, "032 waits for migrate --contract")
+                try await connection.query(
+                    """
+                    INSERT INTO webhooks (name, app, url, secret, events) VALUES ('w', 'default', 'https://hooks.example/w',
+                        'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '{notification.sent,notification.failed,chat}')
+                    """,
+                    logger: TestDatabase.logger
+                )
+                try await connection.query(results(100), logger: TestDatabase.logger)
+                #expect(try await migrator.migrate(contract: true).map(\.version) == [contract.version])
+                let older = Migrator(connection: connection, migrations: all.filter { $0.version < 31 }, logger: TestDatabase.logger)
+                #expect(Migrator.Fit(try await older.status()) == .removed([contract.fileName]))
+                try await connection.query(results(200), logger: TestDatabase.logger)
+            }
+            let rows = try await TestDatabase.scalar(
+                url,
+                """
+                SELECT string_agg(coalesce(sent_ids::text, 'text') || ':' || event_count, ' ' ORDER BY id) FROM webhook_outbox
+                """,
+                as: String.self
+            )
+            #expect(rows == "text:4 {201,202,204}:3 text:1", "before the contract step one row of text; after it the ids and the failure")
+            // Each sent event written as text before the contract step, and the same row's event built from its id.
+            let differing = try await TestDatabase.scalar(
+                url,
+                """
+                SELECT count(*) FILTER (WHERE '[' || e::text || ']' IS DISTINCT FROM webhook_sent_events(ARRAY[(e -> 'data' ->> 'message_id')::int8]))
+                       || '/' || count(*)
+                FROM webhook_outbox o, json_array_elements(o.events::json) e
+                WHERE o.events IS NOT NULL AND e ->> 'type' = 'notification.sent'
+                """,
+                as: String.self
+            )
+            #expect(differing == "0/3", "the three sent events of the text, built again from the ids")
+            try await Self.withDatabase(url) { database in
+                let posts = try await WebhookOutbox(database: database, logger: TestDatabase.logger)
+                    .claim(webhook: 1, limit: 10, lease: .seconds(60))
+                let ids = try posts.map { post in
+                    let events = try #require(try JSONSerialization.jsonObject(with: Data(post.events.utf8)) as? [[String: Any]])
+                    #expect(events.count == post.eventCount)
+                    return events.compactMap { $0["id"] as? String }.joined(separator: ",")
+                }
+                #expect(
+                    ids == [
+                        "evt_101_sent,evt_102_sent,evt_103_failed,evt_104_sent", "evt_201_sent,evt_202_sent,evt_204_sent", "evt_203_failed",
+                    ]
+                )
+                #expect(posts[1].events.contains(#""token":"to\"ken""#), "\(posts[1].events)")
+            }
+        }
+    }
+
+    /// A database client on `url`, for as long as `body` runs.
+    static func withDatabase(_ url: DatabaseURL, _ body: (DatabaseClient) async throws -> Void) async throws {
+        let database = DatabaseClient(url: url, applicationName: "pushchat-tests", keepOpen: false, logger: TestDatabase.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await database.run() }
+            try await database.waitForPool()
+            try await body(database)
+            group.cancelAll()
+        }
+    }
+
     /// A provider store and a push queue on `url`, for as long as `body` runs.
     static func withStores(_ url: DatabaseURL, _ body: (ProviderStore, PushQueue) async throws -> Void) async throws {
         let database = DatabaseClient(url: url, applicationName: "pushchat-tests", keepOpen: false, logger: TestDatabase.logger)

@@ -107,6 +107,47 @@ import Testing
         }
     }
 
+    /// A waiting webhook POST of notification.sent events names push_history rows (its events are built from them when
+    /// it goes): the prune keeps them, and every row after the first it names, until the POST is gone; a POST past
+    /// the retry window goes first and keeps nothing.
+    @Test func theRowsAWaitingWebhookPostNamesStayUntilItGoes() async throws {
+        try await TestDatabase.withFreshDatabase { url in
+            try await TestDatabase.withConnection(url) { connection in
+                for sql in [
+                    """
+                    INSERT INTO push_history (message_id, device_token, payload, time_sent)
+                    SELECT g, lpad(g::text, 64, '0'), '{}', now() - interval '10 days' FROM unnest('{1001,1002,1003,2001,2002}'::int8[]) g
+                    """,
+                    """
+                    INSERT INTO webhooks (name, app, url, secret, events)
+                    VALUES ('r', 'default', 'https://hooks.example/r', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '{notification.sent}')
+                    """,
+                    """
+                    INSERT INTO webhook_outbox (webhook_id, sent_ids, event_count, created_at)
+                    SELECT id, ids, cardinality(ids), now() - age FROM webhooks,
+                        (VALUES ('{1002,2001}'::int8[], interval '2 days'), ('{1001}', interval '4 days')) v(ids, age)
+                    """,
+                ] {
+                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
+                }
+            }
+            let history: PostgresQuery = "SELECT coalesce(string_agg(message_id::text, ',' ORDER BY message_id), '') FROM push_history"
+            let first = try Self.prune(url)
+            #expect(first.standardOutput.contains("1 webhook POSTs past the retry window (3d) deleted"), "\(first.standardOutput)")
+            #expect(first.standardOutput.contains("1 rows older than 7d deleted"), "\(first.standardOutput)")
+            #expect(try await TestDatabase.scalar(url, history, as: String.self) == "1002,1003,2001,2002")
+            let events = try await TestDatabase.scalar(url, "SELECT webhook_sent_events(sent_ids) FROM webhook_outbox", as: String.self)
+            #expect(events.contains(#""id":"evt_1002_sent""#) && events.contains(#""id":"evt_2001_sent""#), "\(events)")
+            // Delivered: the rows go with the next prune.
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query("DELETE FROM webhook_outbox", logger: TestDatabase.logger)
+            }
+            let second = try Self.prune(url)
+            #expect(second.standardOutput.contains("4 rows older than 7d deleted"), "\(second.standardOutput)")
+            #expect(try await TestDatabase.scalar(url, history, as: String.self) == "")
+        }
+    }
+
     /// `--metrics-file`: the run's figures for node_exporter (the prune-stale alert), written whole and readable by
     /// all; a run that fails writes `success 0` and exits non-zero.
     @Test func thePruneJobWritesItsFiguresForTheTextfileCollector() async throws {

@@ -394,6 +394,14 @@ import Testing
             let receiver = try await WebhookReceiver.start(secrets: [secret], fail: 1, port: port)
             defer { receiver.stop() }
             try await Self.notify(harness, [1, 2])
+            // A POST of notification.sent events whose push_history rows were deleted by hand: nothing left to say, it
+            // leaves the outbox unsent (neither delivered nor failed).
+            try await TestDatabase.withConnection(harness.url) { connection in
+                try await connection.query(
+                    "INSERT INTO webhook_outbox (webhook_id, sent_ids, event_count) SELECT id, '{9000000001,9000000002}', 2 FROM webhooks",
+                    logger: TestDatabase.logger
+                )
+            }
             try await harness.withDaemonStatus(Self.configuration(harness, port: port)) { status in
                 try await harness.waitUntil(timeout: .seconds(30), "the events are delivered and sampled") {
                     let scrape = Scrape(try await TLSTestClient.get(port: status, path: "/metrics"))
@@ -405,6 +413,8 @@ import Testing
                 #expect(scrape[#"pushchat_webhook_oldest_pending_age_seconds{webhook="crm"}"#] == 0)
                 #expect(scrape[#"pushchat_webhook_disabled{webhook="crm"}"#] == 0)
             }
+            #expect(receiver.posts.allSatisfy { !$0.events.isEmpty }, "no POST without events")
+            #expect(try await Self.outbox(harness) == 0)
         }
     }
 

@@ -132,6 +132,13 @@ package struct WebhookDeliverer: Service {
 
     func send(_ post: WebhookOutbox.Post, to receiver: WebhookOutbox.Receiver) async {
         let metadata: Logger.Metadata = ["webhook.name": "\(receiver.name)", "webhook.id": "\(post.messageID)"]
+        guard post.events != "[]" else {
+            // Its notification.sent rows were deleted from push_history before it went (queue prune keeps them: by
+            // hand): there is nothing to POST.
+            logger.warning("Webhook \(receiver.name): the rows of \(post.eventCount) events are gone; not sent", metadata: metadata)
+            try? await outbox.discard(post.id)
+            return
+        }
         let outcome: Result<Int, any Error>
         do {
             let url = try WebhookURL(parsing: receiver.url, privateHosts: settings.privateHosts)
