@@ -32,6 +32,7 @@ import Storage
 /// | `pushchat.app.certificate_expiry_seconds{app}` | gauge | when the app's APNs client certificate expires (certificate apps only) |
 /// | `pushchat.fcm.token_failures_total{app}` | counter | FCM access tokens the token URI refused or did not give |
 /// | `pushchat.broadcast.expanded` | counter | rows this daemon queued expanding broadcasts |
+/// | `pushchat.broadcast.pace` | gauge | broadcast rows/s this daemon may send now: `push_broadcast_rate`, or less while chat waits (`push_chat_target`); 0: no limit |
 package struct PushMetrics: Sendable {
     package let registry: MetricsRegistry
     let sent: Counter
@@ -40,6 +41,8 @@ package struct PushMetrics: Sendable {
     let markDuration: Metrics.Timer
     let reconnects: Counter
     let broadcastExpanded: Counter
+    /// Broadcast rows/s allowed now (0: no limit).
+    let broadcastPace: Meter
     let queueDepth: Meter
     let oldestPendingAge: Meter
     /// 1 while most recent answers say the tokens are not valid for this topic and environment.
@@ -53,11 +56,13 @@ package struct PushMetrics: Sendable {
         markDuration = registry.timer("pushchat.push.mark.duration")
         reconnects = registry.counter("pushchat.gateway.reconnects")
         broadcastExpanded = registry.counter("pushchat.broadcast.expanded")
+        broadcastPace = registry.meter("pushchat.broadcast.pace")
         queueDepth = registry.meter("pushchat.queue.depth")
         oldestPendingAge = registry.meter("pushchat.queue.oldest_pending_age")
         wrongEnvironment = registry.meter("pushchat.push.wrong_environment")
         queueDepth.set(0)
         oldestPendingAge.set(0)
+        broadcastPace.set(0)
     }
 
     func failed(reason: String, count: Int = 1) {

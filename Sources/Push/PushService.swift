@@ -156,6 +156,7 @@ package final class PushService: Service, Sendable {
         let signal = QueueSignal()
         let held = HeldRows()
         let rate = configuration.push.broadcastRate
+        let chatTarget = configuration.push.chatTarget > .zero ? configuration.push.chatTarget : nil
         if rate > 0 {
             logger.info("Broadcast rows go out at \(rate)/s at most (push_broadcast_rate); other notifications are not held back")
         }
@@ -170,7 +171,7 @@ package final class PushService: Service, Sendable {
             metrics: metrics,
             status: status,
             logger: logger,
-            broadcastRate: rate > 0 ? BroadcastRate(perSecond: rate) : nil,
+            broadcastRate: rate > 0 || chatTarget != nil ? BroadcastRate(perSecond: rate > 0 ? rate : nil, chatTarget: chatTarget) : nil,
             pressure: pressure
         )
         return (context, queue)
@@ -216,6 +217,7 @@ package final class PushService: Service, Sendable {
     static func sampleQueue(_ context: WorkerContext, queue: PushQueue) async {
         while !Task.isCancelled {
             let start = ContinuousClock.now
+            context.metrics.broadcastPace.set(context.broadcastRate?.pace ?? 0)
             if let sample = try? await queue.sample() {
                 context.metrics.queueDepth.set(sample.count)
                 context.metrics.oldestPendingAge.set(sample.oldestAge)

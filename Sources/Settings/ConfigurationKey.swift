@@ -73,6 +73,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case pushMaxAge = "push_max_age"
     case pushStallTimeout = "push_stall_timeout"
     case pushBroadcastRate = "push_broadcast_rate"
+    case pushChatTarget = "push_chat_target"
     case webhookPrivateHosts = "webhook_private_hosts"
     case webhookTimeout = "webhook_timeout"
     case webhookRetryFirst = "webhook_retry_first"

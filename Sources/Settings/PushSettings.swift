@@ -52,6 +52,10 @@ package struct PushSettings: Sendable {
     /// (`push_broadcast_rate`; 0: as fast as the gateway takes them): spreads a broadcast out, for the gateways and
     /// for the app's backend when the phones open the app at once. Other notifications are never held back. Default 0.
     package var broadcastRate = 0
+    /// Chat first: while the interactive lane's claims (a chat row's statement and its commit) take longer than this
+    /// at the median, a broadcast draining meanwhile is slowed until they do not (never below 1,000 rows/s), and goes
+    /// at full pace again once chat is quiet (`push_chat_target`, e.g. `10ms`; 0: broadcasts never yield). Default 0.
+    package var chatTarget: Duration = .zero
 
     package init() {}
 
@@ -89,6 +93,9 @@ package struct PushSettings: Sendable {
         requestTimeout = try Configuration.duration(.pushRequestTimeout, source) ?? requestTimeout
         stallTimeout = try Configuration.duration(.pushStallTimeout, source) ?? stallTimeout
         broadcastRate = try Configuration.integer(.pushBroadcastRate, source, in: 0...10_000_000) ?? broadcastRate
+        chatTarget =
+            try Configuration.duration(.pushChatTarget, source, zeroMeans: "broadcasts never yield to chat", maximum: .seconds(10))
+            ?? chatTarget
         guard lease > settle * 4 else {
             throw Configuration.invalid(.pushLease, source, "must be well above push_settle (at least 4 times)")
         }

@@ -248,6 +248,7 @@ struct SenderDriver<D: Destination>: Sendable {
                 await session.closing.wait(after: closingGeneration, timeout: rate.wait(for: share))
                 continue
             }
+            let started = ContinuousClock.now
             do {
                 let claimed = try await context.held.claim(
                     from: context.rows,
@@ -256,6 +257,10 @@ struct SenderDriver<D: Destination>: Sendable {
                     timer: metrics.claimDuration
                 )
                 if let rate, let bulkLimit { rate.giveBack(bulkLimit - claimed.count { $0.bulk }) }
+                // Chat first: how long a chat row took to claim paces the broadcasts (``ChatPriority``).
+                if context.rows.traffic == .interactive, !claimed.isEmpty {
+                    context.broadcastRate?.chatClaimed(taking: started.duration(to: .now))
+                }
                 databaseBackoff.reset()
                 // What the writer did meanwhile sizes the next claim (``ClaimSize``).
                 let waited = session.update(
