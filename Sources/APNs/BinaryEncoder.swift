@@ -18,27 +18,28 @@ package struct BinaryEncoder: Sendable {
     /// One row's command 2 frame, checked and ready to write.
     package struct Frame: Sendable {
         package let notification: QueuedNotification
-        let token: [UInt8]
+        let token: DeviceToken.Binary
         let expiry: UInt32
         let priority: UInt8
 
         /// Appends the frame.
         package func write(into buffer: inout ByteBuffer) {
-            BinaryFrame.writeFrame(
-                into: &buffer,
-                token: token,
-                payload: notification.payload.utf8,
-                identifier: notification.wireIdentifier,
-                expiry: expiry,
-                priority: priority
-            )
+            token.withUnsafeBytes { token in
+                BinaryFrame.writeFrame(
+                    into: &buffer,
+                    token: token,
+                    payload: notification.payload.utf8,
+                    identifier: notification.wireIdentifier,
+                    expiry: expiry,
+                    priority: priority
+                )
+            }
         }
     }
 
     /// The row's frame, or why it can never be sent.
     package func frame(_ notification: QueuedNotification, now: Date) -> Result<Frame, UnsendableReason> {
-        let tokenUTF8 = notification.deviceToken.utf8
-        guard tokenUTF8.count == DeviceToken.binaryLength * 2, let token = DeviceToken.bytes(hex: notification.deviceToken) else {
+        guard let token = DeviceToken.Binary(hex: notification.deviceToken) else {
             return .failure(UnsendableReason(description: "device token is not \(DeviceToken.binaryLength * 2) hex digits"))
         }
         let payload = notification.payload.utf8

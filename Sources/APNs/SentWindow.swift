@@ -14,7 +14,7 @@ package struct SentWindow<Item>: Sendable where Item: Sendable {
     package struct Entry: Sendable {
         package let item: Item
         package let identifier: UInt32
-        package let writtenAt: ContinuousClock.Instant
+        package var writtenAt: ContinuousClock.Instant
 
         @inlinable
         init(item: Item, identifier: UInt32, writtenAt: ContinuousClock.Instant) {
@@ -60,13 +60,14 @@ package struct SentWindow<Item>: Sendable where Item: Sendable {
         entries.append(Entry(item: item, identifier: identifier, writtenAt: writtenAt))
     }
 
-    /// Moves the write time of the newest `count` entries to `instant` (their write finished only then).
+    /// Moves the write time of the newest `count` entries to `instant` (their write finished only then), in place (no
+    /// copy of the rows they hold).
     @inlinable
     @_specialize(exported:true,where Item == QueuedNotification)
     package mutating func restampLast(_ count: Int, at instant: ContinuousClock.Instant) {
         var index = entries.index(entries.endIndex, offsetBy: -min(count, entries.count))
         while index != entries.endIndex {
-            entries[index] = Entry(item: entries[index].item, identifier: entries[index].identifier, writtenAt: instant)
+            entries.modify(index) { $0.writtenAt = instant }
             entries.formIndex(after: &index)
         }
     }

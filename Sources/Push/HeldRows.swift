@@ -15,7 +15,7 @@ final class HeldRows: Sendable {
         let start = ContinuousClock.now
         let rows = try await queue.claim(limit: limit, bulkLimit: bulkLimit)
         timer.record(duration: start.duration(to: .now))
-        if !rows.isEmpty { add(rows.map(\.messageID)) }
+        if !rows.isEmpty { add(rows.map { $0.messageID }) }
         return rows
     }
 

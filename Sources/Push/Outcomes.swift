@@ -51,7 +51,7 @@ final class Outcomes: Sendable {
             if let last = byApp.indices.last, byApp[last].app == item.app { byApp[last].count += 1 } else { byApp.append((item.app, 1)) }
         }
         pending.withLockedValue { pending in
-            pending.batch.sent.append(contentsOf: items.map(\.messageID))
+            pending.batch.sent.append(contentsOf: items.map { $0.messageID })
             for (app, count) in byApp { pending.byApp[app ?? App.defaultName, default: AppCounts()].sent += count }
         }
         wake.signal()
@@ -76,7 +76,7 @@ final class Outcomes: Sendable {
 
     func released(_ items: [QueuedNotification]) {
         guard !items.isEmpty else { return }
-        pending.withLockedValue { $0.batch.released.append(contentsOf: items.map(\.messageID)) }
+        pending.withLockedValue { $0.batch.released.append(contentsOf: items.map { $0.messageID }) }
         wake.signal()
     }
 

@@ -109,7 +109,7 @@ final class BinaryLink: DestinationLink {
     }
 
     func send(_ frames: [BinaryEncoder.Frame]) async -> Bool {
-        guard state.withLockedValue({ $0.append(frames.map(\.notification)) }) else { return false }
+        guard state.withLockedValue({ $0.append(frames.map { $0.notification }) }) else { return false }
         var buffer = ByteBuffer()
         buffer.reserveCapacity(frames.count * (BinaryFrame.frameSize(payloadLength: 0) + 256))
         for frame in frames { frame.write(into: &buffer) }

@@ -24,9 +24,13 @@ extension SenderDriver {
         prepared.reserveCapacity(batch.count)
         var notNow: [QueuedNotification] = []
         var notNowReason = ""
-        let live = batch.filter { !failIfExpired($0, now: now) }
-        for (row, encoding) in zip(live, encodings(live, now: now)) {
-            switch encoding {
+        // Copied only when a row has expired (a copy of a row retains it: the binary drain's hot path).
+        let expiry = settings.expirySeconds
+        let live = batch.contains { $0.isExpired(defaultExpiry: expiry, now: now) } ? batch.filter { !failIfExpired($0, now: now) } : batch
+        let encoded = encodings(live, now: now)
+        for index in live.indices {
+            let row = live[index]
+            switch encoded[index] {
             case .request(let request):
                 if logger.logLevel <= .debug {
                     logger.debug(

@@ -193,8 +193,8 @@ struct SenderDriver<D: Destination>: Sendable {
                 if requests.count < batch.count { session.update { $0.withdraw(batch.count - requests.count) } }
                 // What was prepared still goes; then this connection stops (see LinkSession.State.cannotAuthenticate).
                 if unavailable { session.update { $0.cannotAuthenticate() } }
-                if !requests.isEmpty, await !link.send(requests.map(\.request)) {
-                    session.update { $0.notTaken(requests.map(\.row)) }
+                if !requests.isEmpty, await !link.send(requests.map { $0.request }) {
+                    session.update { $0.notTaken(requests.map { $0.row }) }
                 }
             }
         }
