@@ -20,7 +20,25 @@ package struct QueuedNotification: Sendable, Equatable {
         let deviceToken: String
         let payload: String
         let queuedAt: Date?
-        /// What few rows set (nil for most).
+        /// What few rows set, behind one more reference (nil for most): a binary window holds `push_window` rows, so
+        /// each byte of every row counts.
+        let options: Options?
+
+        init(deviceToken: String, payload: String, queuedAt: Date?, options: Options?) {
+            self.deviceToken = deviceToken
+            self.payload = payload
+            self.queuedAt = queuedAt
+            self.options = options
+        }
+
+        static func == (lhs: Fields, rhs: Fields) -> Bool {
+            lhs === rhs
+                || (lhs.deviceToken == rhs.deviceToken && lhs.payload == rhs.payload && lhs.queuedAt == rhs.queuedAt
+                    && lhs.options == rhs.options)
+        }
+    }
+
+    private final class Options: Sendable, Equatable {
         let priority: Int?
         let expiration: Date?
         let collapseID: String?
@@ -28,20 +46,7 @@ package struct QueuedNotification: Sendable, Equatable {
         let topic: String?
         let app: String?
 
-        init(
-            deviceToken: String,
-            payload: String,
-            queuedAt: Date?,
-            priority: Int?,
-            expiration: Date?,
-            collapseID: String?,
-            pushType: String?,
-            topic: String?,
-            app: String?
-        ) {
-            self.deviceToken = deviceToken
-            self.payload = payload
-            self.queuedAt = queuedAt
+        init(priority: Int?, expiration: Date?, collapseID: String?, pushType: String?, topic: String?, app: String?) {
             self.priority = priority
             self.expiration = expiration
             self.collapseID = collapseID
@@ -50,11 +55,9 @@ package struct QueuedNotification: Sendable, Equatable {
             self.app = app
         }
 
-        static func == (lhs: Fields, rhs: Fields) -> Bool {
-            lhs === rhs
-                || (lhs.deviceToken == rhs.deviceToken && lhs.payload == rhs.payload && lhs.queuedAt == rhs.queuedAt
-                    && lhs.priority == rhs.priority && lhs.expiration == rhs.expiration && lhs.collapseID == rhs.collapseID
-                    && lhs.pushType == rhs.pushType && lhs.topic == rhs.topic && lhs.app == rhs.app)
+        static func == (lhs: Options, rhs: Options) -> Bool {
+            lhs.priority == rhs.priority && lhs.expiration == rhs.expiration && lhs.collapseID == rhs.collapseID
+                && lhs.pushType == rhs.pushType && lhs.topic == rhs.topic && lhs.app == rhs.app
         }
     }
 
@@ -64,15 +67,15 @@ package struct QueuedNotification: Sendable, Equatable {
     /// instant on every attempt.
     package var queuedAt: Date? { fields.queuedAt }
     /// The row's own priority and expiration, when set (else the daemon's defaults).
-    package var priority: Int? { fields.priority }
-    package var expiration: Date? { fields.expiration }
+    package var priority: Int? { fields.options?.priority }
+    package var expiration: Date? { fields.options?.expiration }
     /// HTTP/2 only: the row's `apns-collapse-id` and `apns-push-type` (default `alert`).
-    package var collapseID: String? { fields.collapseID }
-    package var pushType: String? { fields.pushType }
+    package var collapseID: String? { fields.options?.collapseID }
+    package var pushType: String? { fields.options?.pushType }
     /// HTTP/2 only: the row's `apns-topic` (default: the daemon's `apns_topic`, suffixed as the push type needs).
-    package var topic: String? { fields.topic }
+    package var topic: String? { fields.options?.topic }
     /// The row's app (`push_queue.app`); nil for the default app (most rows: nothing stored).
-    package var app: String? { fields.app }
+    package var app: String? { fields.options?.app }
 
     package init(
         messageID: Int64,
@@ -87,16 +90,14 @@ package struct QueuedNotification: Sendable, Equatable {
         app: String? = nil
     ) {
         self.messageID = messageID
+        let none = priority == nil && expiration == nil && collapseID == nil && pushType == nil && topic == nil && app == nil
         fields = Fields(
             deviceToken: deviceToken,
             payload: payload,
             queuedAt: queuedAt,
-            priority: priority,
-            expiration: expiration,
-            collapseID: collapseID,
-            pushType: pushType,
-            topic: topic,
-            app: app
+            options: none
+                ? nil
+                : Options(priority: priority, expiration: expiration, collapseID: collapseID, pushType: pushType, topic: topic, app: app)
         )
     }
 
