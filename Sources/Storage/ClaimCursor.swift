@@ -11,13 +11,24 @@
 /// so the claim from the start is only a safety net, every ``listeningRescan``: with a snapshot held, each claim from
 /// the start walked every row claimed since, and that was the whole cost of the snapshot (docs/BENCHMARKS.md, issue 43).
 package struct ClaimCursor: Sendable, Equatable {
+    /// One claim under way: where it started, and whether NOTIFYs said meanwhile where rows appear behind the cursor.
+    package struct Claim: Sendable, Equatable {
+        package let after: Int64
+        let id: Int
+        let listening: Bool
+    }
+
     /// Claims start after this message id; 0 is the start of the queue.
     package private(set) var after: Int64 = 0
     /// When the last claim from the start began.
     private var lastFromStart: ContinuousClock.Instant?
-    /// A rewind no claim has started from yet: a claim that was already under way when it came must not move the
-    /// cursor past it when it ends.
-    private var floor: Int64?
+    /// The claims under way (several connections share a cursor), each with the lowest rewind since it began: a claim
+    /// under way when a rewind came read the queue before the rows it announces, and must not move the cursor past
+    /// them when it ends, whichever claims began or ended meanwhile.
+    private var underWay: [Int: Int64] = [:]
+    private var nextID = 0
+    /// How many claims began and have not ended.
+    package var claimsUnderWay: Int { underWay.count }
     package let rescan: Duration
 
     /// How often a claim starts from the start while NOTIFYs say where rows appear behind the cursor.
@@ -25,33 +36,48 @@ package struct ClaimCursor: Sendable, Equatable {
 
     package init(rescan: Duration = .seconds(1)) { self.rescan = rescan }
 
-    /// Where a claim beginning `now` starts; `listening`: the NOTIFYs rewind the cursor (``rewind(below:)``).
-    package mutating func start(now: ContinuousClock.Instant, listening: Bool = false) -> Int64 {
+    /// A claim beginning `now`, and where it starts; `listening`: the NOTIFYs rewind the cursor (``rewind(below:)``).
+    /// Each claim begun ends with ``claimed(_:count:limit:newest:)`` or ``abandoned(_:)``.
+    package mutating func begin(now: ContinuousClock.Instant, listening: Bool = false) -> Claim {
         let period = listening ? max(rescan, Self.listeningRescan) : rescan
-        // This claim starts at or before any rewind so far (``claimed`` keeps the cursor there).
-        floor = nil
-        if after > 0, let last = lastFromStart, last.duration(to: now) < period { return after }
-        lastFromStart = now
-        return 0
+        var from: Int64 = 0
+        if after > 0, let last = lastFromStart, last.duration(to: now) < period {
+            from = after
+        } else {
+            lastFromStart = now
+        }
+        nextID &+= 1
+        underWay[nextID] = Int64.max
+        return Claim(after: from, id: nextID, listening: listening)
     }
 
     /// Rows from message id `id` on became claimable (queued by a transaction that committed late, given back, or
-    /// returned from an expired lease): the next claim starts before them.
+    /// returned from an expired lease): the next claim starts before them, and no claim under way moves past them.
     package mutating func rewind(below id: Int64) {
         let point = max(0, id - 1)
         after = min(after, point)
-        floor = min(floor ?? point, point)
+        for (claim, floor) in underWay where point < floor { underWay[claim] = point }
     }
 
-    /// A claim of `limit` rows returned `count`, the newest being `newest`: a full claim moves the cursor past it
-    /// (never back: claims may overlap), a short one sends the next claim to the start.
-    package mutating func claimed(count: Int, limit: Int, newest: Int64?) {
-        if count >= limit, let newest {
-            after = max(after, newest)
+    /// `claim` of `limit` rows returned `count`, the newest being `newest`: a full claim moves the cursor past it
+    /// (never back: claims may overlap). A short one (the end of the queue) sends the next claim to the start, unless
+    /// the claim began while listening: then the NOTIFYs say where rows appear behind it, as in a backlog, and the
+    /// cursor moves past what it claimed too. Chat's claims are short: from the start, each walked every chat row in
+    /// flight and every one sent since the oldest snapshot open (a broadcast's statements hold one for 0.1–1 s), and a
+    /// chat claim during a broadcast took 50–100 ms instead of a few (docs/BENCHMARKS.md, issue 43, item 5).
+    package mutating func claimed(_ claim: Claim, count: Int, limit: Int, newest: Int64?) {
+        let floor = underWay.removeValue(forKey: claim.id) ?? Int64.max
+        if count >= limit || claim.listening {
+            if let newest { after = max(after, newest) }
         } else {
             after = 0
         }
-        if let floor { after = min(after, floor) }
+        after = min(after, floor)
+    }
+
+    /// `claim` failed (the database away): it moves nothing.
+    package mutating func abandoned(_ claim: Claim) {
+        underWay.removeValue(forKey: claim.id)
     }
 
     /// Rows were given back (or returned from an expired lease): the next claim starts from the start.

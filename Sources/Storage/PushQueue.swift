@@ -288,16 +288,21 @@ package struct PushQueue: Sendable {
     package func claim(limit: Int, bulkLimit: Int? = nil) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let listening = cursors.isListening
-        let after = cursor.value.withLock { $0.start(now: now, listening: listening) }
-        let afterBulk = bulkCursor.value.withLock { $0.start(now: now, listening: listening) }
+        let claim = cursor.value.withLock { $0.begin(now: now, listening: listening) }
+        let bulkClaim = bulkCursor.value.withLock { $0.begin(now: now, listening: listening) }
+        // A claim that fails moves neither cursor; one that succeeded has ended where it moved one (a no-op here).
+        defer {
+            cursor.value.withLock { $0.abandoned(claim) }
+            bulkCursor.value.withLock { $0.abandoned(bulkClaim) }
+        }
         let bulkCap = min(limit, max(0, bulkLimit ?? limit))
         let share = traffic == .all ? min(Self.broadcastShare(of: limit), bulkCap) : 0
         let rows = try await runPrepared(
             ClaimStatement(
                 app: app,
                 platform: platform.rawValue,
-                after: after,
-                afterBulk: afterBulk,
+                after: claim.after,
+                afterBulk: bulkClaim.after,
                 share: Int64(share),
                 othersLimit: Int64(traffic == .bulk ? 0 : limit),
                 bulkCap: Int64(bulkCap),
@@ -346,9 +351,11 @@ package struct PushQueue: Sendable {
         // Each cursor moves by what its scan returned: the other rows' scan ran for the limit less the broadcast's share,
         // the broadcast's for what the first left over.
         let others = claimed.count - bulkCount
-        if traffic != .bulk { cursor.value.withLock { $0.claimed(count: others, limit: limit - reserved, newest: newest) } }
+        if traffic != .bulk { cursor.value.withLock { $0.claimed(claim, count: others, limit: limit - reserved, newest: newest) } }
         if traffic != .interactive && others < limit && bulkCap > 0 {
-            bulkCursor.value.withLock { $0.claimed(count: bulkCount, limit: min(bulkCap, limit - others), newest: newestBulk) }
+            bulkCursor.value.withLock {
+                $0.claimed(bulkClaim, count: bulkCount, limit: min(bulkCap, limit - others), newest: newestBulk)
+            }
         }
         claimed.sort { $0.messageID < $1.messageID }
         return claimed

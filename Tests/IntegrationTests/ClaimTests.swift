@@ -143,6 +143,30 @@ import Testing
         }
     }
 
+    /// Chat's claims come back short: while listening, each starts past the rows the last one claimed (those in flight
+    /// are not walked again); a row made claimable behind it is found when its NOTIFY rewinds the cursor.
+    @Test func whileListeningAShortClaimStartsTheNextPastWhatItClaimed() async throws {
+        try await Self.withQueue(rows: 3, rescan: .seconds(60)) { queue, url in
+            queue.cursors.setListening(true)
+            #expect(try await Self.ids(queue, 10) == [1, 2, 3])
+            try await Self.free(2, url: url)
+            try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    "INSERT INTO push_queue (device_token, payload) SELECT repeat('b', 64), '{}' FROM generate_series(1, 2)",
+                    logger: TestDatabase.logger
+                )
+            }
+            #expect(try await Self.ids(queue, 10) == [4, 5], "from past message 3: message 2, freed without a NOTIFY, is not walked to")
+            #expect(try await Self.ids(queue, 10) == [])
+            queue.cursors.rewind(below: 2)
+            #expect(try await Self.ids(queue, 10) == [2], "its NOTIFY (the lowest id) rewinds the cursor to it")
+            queue.cursors.setListening(false)
+            try await Self.free(1, url: url)
+            #expect(try await Self.ids(queue, 10) == [], "past message 2 still: the claim that ended short started while listening")
+            #expect(try await Self.ids(queue, 10) == [1], "without a listener, a short claim sends the next to the start")
+        }
+    }
+
     @Test func expiredLeasesReturnedToTheQueueAreClaimedNext() async throws {
         try await Self.withQueue(rows: 10, rescan: .seconds(60)) { queue, url in
             #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])
