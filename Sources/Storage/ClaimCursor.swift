@@ -1,17 +1,19 @@
 /// Where the next claim's index scan starts: just past the newest row claimed while claims come back full (a
-/// backlog is draining), so a claim does not walk again past every row already claimed and sent. Those rows leave
+/// backlog is draining), or after any claim while the daemon listens (below), so a claim does not walk again past every row already claimed and sent. Those rows leave
 /// dead index entries behind, and while any session holds an old snapshot open (an operator's psql in a
 /// REPEATABLE READ transaction) they can be neither vacuumed nor skipped: each claim from the start of the queue
 /// visited all of them again and the drain slowed down round after round.
 ///
 /// Rows behind the cursor that become claimable again (given back, a lease run out, a transaction that committed
-/// after later ones) are found by a claim from the start: after a claim came back short (the end of the queue was
-/// reached), after rows were given back, and at least every `rescan`. While the daemon listens, each of those says
-/// where it is (the NOTIFY of an insert or of rows given back carries their lowest message id: ``rewind(below:)``),
-/// so the claim from the start is only a safety net, every ``listeningRescan``: with a snapshot held, each claim from
+/// after later ones) are found by a claim from the start: without a listener, after a claim came back short (the end
+/// of the queue was reached), after rows were given back, and at least every `rescan`. While the daemon listens, each
+/// of those says where it is (the NOTIFY of an insert or of rows given back carries their lowest message id:
+/// ``rewind(below:)``), so even a short claim moves the cursor past what it claimed, and the claim from the start is
+/// only a safety net, every ``listeningRescan``: with a snapshot held, each claim from
 /// the start walked every row claimed since, and that was the whole cost of the snapshot (docs/BENCHMARKS.md, issue 43).
 package struct ClaimCursor: Sendable, Equatable {
-    /// One claim under way: where it started, and whether NOTIFYs said meanwhile where rows appear behind the cursor.
+    /// One claim under way: where it started, and whether the daemon listened when it began (NOTIFYs then say where
+    /// rows appear behind the cursor).
     package struct Claim: Sendable, Equatable {
         package let after: Int64
         let id: Int
