@@ -270,6 +270,53 @@ import Testing
         }
     }
 
+    /// A row that commits while a claim runs, after the claim began but before its scan reached the row, is either
+    /// claimed by it or left unlocked, never locked and left behind: a claim under way locks what its scan finds, and
+    /// the other claims meanwhile pass the locked row over (`SKIP LOCKED`) and move their cursors past it. Here the
+    /// scan waits for an advisory lock the test holds (injected into `push_queue_candidates`) while the late row
+    /// commits: the scan then finds it (each statement of a VOLATILE function reads a fresh snapshot), and the claim
+    /// must return it. Before 033_claim_one_snapshot.sql the update read the statement's older snapshot, did not see the
+    /// row, and returned without it while holding its lock (in the field bench a chat message waited for the minute's
+    /// safety net).
+    @Test(.timeLimit(.minutes(1))) func aRowThatCommitsWhileAClaimScansIsClaimedByTheClaimThatLockedIt() async throws {
+        try await Self.withQueue(rows: 0) { queue, url in
+            try await TestDatabase.withConnection(url) { gate in
+                let log = TestDatabase.logger
+                // The scan waits for the gate before reading (the definition as the migrations left it, plus the wait).
+                var definition = ""
+                for try await text in try await gate.query(
+                    "SELECT pg_get_functiondef('push_queue_candidates'::regproc)",
+                    logger: log
+                ).decode(String.self) { definition = text }
+                let gated = definition.replacingOccurrences(
+                    of: "BEGIN\n",
+                    with: "BEGIN\n    PERFORM pg_advisory_xact_lock_shared(4242);\n"
+                )
+                #expect(gated != definition)
+                try await gate.query(PostgresQuery(unsafeSQL: gated), logger: log)
+                try await gate.query("SELECT pg_advisory_lock(4242)", logger: log)
+                try await TestDatabase.withConnection(url) { late in
+                    try await late.query("BEGIN", logger: log)
+                    try await late.query("INSERT INTO push_queue (device_token, payload) VALUES ('late', '{}')", logger: log)
+                    async let claimed = Self.ids(queue, 10)
+                    // The claim's statement has begun (its snapshot taken) and its scan waits at the gate.
+                    var waiting = 0
+                    while waiting == 0 {
+                        for try await count in try await gate.query(
+                            "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                            logger: log
+                        ).decode(Int.self) { waiting = count }
+                        if waiting == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                    }
+                    try await late.query("COMMIT", logger: log)
+                    try await gate.query("SELECT pg_advisory_unlock(4242)", logger: log)
+                    #expect(try await claimed == [1], "the claim that locked the late row claims it")
+                }
+            }
+            #expect(try await Self.ids(queue, 10) == [], "and nothing is left behind")
+        }
+    }
+
     /// A row another session holds locked (a claim in progress, a psql `SELECT … FOR UPDATE`) is passed over, not
     /// waited for, and claimed once the lock is gone.
     @Test(.timeLimit(.minutes(1))) func aLockedRowIsSkippedNotWaitedFor() async throws {
