@@ -61,7 +61,7 @@ created_users=()
 pids=()
 receiver_pid=""
 
-step() { echo "==> deploy-test: $*"; }
+step() { echo "==> deploy-test [${start:+$(($(date +%s) - start)) s}]: $*"; }
 # The test's own standard error, for die: a failure inside a guide line's run (whose output goes to guide.log) is
 # still reported where the test's output goes.
 exec 8>&2
