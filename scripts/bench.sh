@@ -6,7 +6,8 @@
 # --field measures the way the guide deploys (issue 43): PostgreSQL with TLS on (the bench and the processes connect
 # with sslmode=require) and Debian's durability (fsync, synchronous_commit, full_page_writes on); the simulator, the
 # API and the daemons each a process of its own, run as the unprivileged user pushchat-bench without capabilities
-# (as root; otherwise as you). Its figures are the ones users meet.
+# (as root; otherwise as you), with the simulator's threads at nice -10 (--gateway-nice): it stands in for Apple's
+# and Google's servers, which do not share this machine's cores. Its figures are the ones users meet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/postgres.sh

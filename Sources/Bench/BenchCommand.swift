@@ -65,6 +65,12 @@ struct BenchCommand: AsyncParsableCommand {
     var field = false
     @Option(name: .customLong("service-user"), help: "Run every process under test as this user, without capabilities (as root).")
     var serviceUser: String?
+    @Option(
+        name: .customLong("gateway-nice"),
+        help:
+            "In the field, the niceness of the simulator's process: it stands in for Apple's and Google's servers, which do not share this machine's cores (negative only as root; 0: as the processes under test)."
+    )
+    var gatewayNice: Int32 = -10
     @Option(help: "The migrations folder the database is made with (another release's, to measure its binaries).")
     var migrations = "migrations"
     @Option(name: .customLong("chat-seconds"), help: "Seconds of the chat figure (chat at full speed through the API).")
@@ -105,7 +111,7 @@ struct BenchCommand: AsyncParsableCommand {
         plan.samples = samples
         plan.broadcastDevices = broadcastDevices
         plan.chatRate = chatRate
-        plan.field = FieldPlan(simulatorProcess: field, serviceUser: serviceUser, multiHost: multiHost)
+        plan.field = FieldPlan(simulatorProcess: field, serviceUser: serviceUser, multiHost: multiHost, simulatorNice: gatewayNice)
         plan.migrations = migrations
         plan.chatSeconds = chatSeconds
         plan.chatClients = chatClients

@@ -216,7 +216,8 @@ extension Bench {
             Figure(name: "(field) PostgreSQL", value: conditions, target: "TLS on; fsync on, synchronous_commit on", met: nil),
             Figure(
                 name: "(field) processes",
-                value: "simulator, API and daemons as processes of their own, as \(field.account?.name ?? "this user")",
+                value: "simulator, API and daemons as processes of their own, as \(field.account?.name ?? "this user")"
+                    + (field.simulatorNice == 0 ? "" : "; the simulator at nice \(field.simulatorNice) (Apple's and Google's side)"),
                 target: "-",
                 met: nil
             ),
