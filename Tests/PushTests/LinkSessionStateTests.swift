@@ -294,7 +294,7 @@ import Testing
         let pressure = BroadcastPressure()
         let start = ContinuousClock.now
         #expect(!pressure.isDraining(at: start), "no claim yet")
-        pressure.fullClaim(at: start)
+        pressure.atFullSpeed(at: start)
         #expect(pressure.isDraining(at: start + .milliseconds(1999)))
         #expect(!pressure.isDraining(at: start + .seconds(2)), "the backlog is gone: events go at once")
     }

@@ -189,6 +189,9 @@ struct SenderDriver<D: Destination>: Sendable {
                 let timeout = deadline.map { max(.milliseconds(1), ContinuousClock.now.duration(to: $0)) } ?? Self.safetyWait
                 await QueueSignal.wait(for: [(session.wake, wakeGeneration), (signal, queueGeneration)], timeout: timeout)
             case .write(let batch):
+                // A broadcast's rows written with every stream busy and more waiting: it drains at full speed, as a full
+                // claim says (``BroadcastPressure``).
+                if saturated, batch.contains(where: \.bulk) { context.pressure?.atFullSpeed() }
                 let (requests, unavailable) = prepare(batch)
                 if requests.count < batch.count { session.update { $0.withdraw(batch.count - requests.count) } }
                 // What was prepared still goes; then this connection stops (see LinkSession.State.cannotAuthenticate).
@@ -271,7 +274,7 @@ struct SenderDriver<D: Destination>: Sendable {
                     wakesIf: { _ in !claimed.isEmpty }
                 )
                 size.claimed(count: claimed.count, asked: limit, writerWaited: waited)
-                if claimed.count >= limit, claimed.contains(where: \.bulk) { context.pressure?.fullClaim() }
+                if claimed.count >= limit, claimed.contains(where: \.bulk) { context.pressure?.atFullSpeed() }
                 if claimed.isEmpty {
                     // The queue is empty: wait for a NOTIFY (or the poll interval), or for this connection to end.
                     await QueueSignal.wait(
