@@ -71,6 +71,11 @@ struct BenchCommand: AsyncParsableCommand {
             "In the field, the niceness of the simulator's process: it stands in for Apple's and Google's servers, which do not share this machine's cores (negative only as root; 0: as the processes under test)."
     )
     var gatewayNice: Int32 = -10
+    @Option(
+        name: .customLong("process-logs"),
+        help: "A folder for the output of the processes under test and the simulator's, NAME.log each, appended (default: discarded)."
+    )
+    var processLogs: String?
     @Option(help: "The migrations folder the database is made with (another release's, to measure its binaries).")
     var migrations = "migrations"
     @Option(name: .customLong("chat-seconds"), help: "Seconds of the chat figure (chat at full speed through the API).")
@@ -111,7 +116,13 @@ struct BenchCommand: AsyncParsableCommand {
         plan.samples = samples
         plan.broadcastDevices = broadcastDevices
         plan.chatRate = chatRate
-        plan.field = FieldPlan(simulatorProcess: field, serviceUser: serviceUser, multiHost: multiHost, simulatorNice: gatewayNice)
+        plan.field = FieldPlan(
+            simulatorProcess: field,
+            serviceUser: serviceUser,
+            multiHost: multiHost,
+            simulatorNice: gatewayNice,
+            processLogs: processLogs
+        )
         plan.migrations = migrations
         plan.chatSeconds = chatSeconds
         plan.chatClients = chatClients

@@ -126,6 +126,12 @@ extension Bench {
         }
         let drained = Date()
         chat.cancel()
+        // Every chat row queued meanwhile is sent before the figures are read (up to 30 s more): a message answered
+        // during the drain counts however late its notifications came.
+        let stragglers = ContinuousClock.now + .seconds(30)
+        while try await scalar("SELECT count(*) FROM push_queue WHERE NOT bulk") > 0, ContinuousClock.now < stragglers {
+            try await Task.sleep(for: .milliseconds(100))
+        }
         try await Task.sleep(for: .seconds(1))
         if inField {
             let recorded = try field.recordedChat()
@@ -138,11 +144,14 @@ extension Bench {
 
         let (first, chatArrivals) = arrivals.withLockedValue { ($0.firstBroadcast, $0.chat) }
         let answerTimes = answers.withLockedValue { $0 }
-        // Chat notifications received alone and while the broadcast drained, from their message's answer.
+        // The notifications of chat messages answered alone and while the broadcast drained, from their message's
+        // answer to their arrival (whenever they came).
         func latencies(from start: Date, until end: Date) -> [Double] {
             var latencies: [Double] = []
-            for arrival in chatArrivals where arrival.arrival >= start && arrival.arrival <= end {
-                guard let answer = answerTimes[arrival.connection * 1_000_000 + arrival.index] else { continue }
+            for arrival in chatArrivals {
+                guard let answer = answerTimes[arrival.connection * 1_000_000 + arrival.index], answer >= start, answer <= end else {
+                    continue
+                }
                 latencies.append(max(0, arrival.arrival.timeIntervalSince(answer)) * 1000)
             }
             return latencies.sorted()

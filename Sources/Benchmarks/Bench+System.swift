@@ -202,7 +202,7 @@ extension Bench {
         (process.executableURL, process.arguments) = field.command(binDir + "/" + name, arguments)
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSHCHAT_") }
             .merging(environment) { $1 }.merging(extra) { $1 }.merging(overrides) { $1 }
-        process.standardOutput = FileHandle.nullDevice
+        try field.attachOutput(of: process, named: name)
         try process.run()
         return process
     }

@@ -26,12 +26,22 @@ package struct FieldPlan: Sendable {
     /// any process under test, fell behind, and its unread requests were what chat waited for during a broadcast
     /// (issue 43, item 5). Negative needs root: otherwise 0.
     package var simulatorNice: Int32 = 0
+    /// A folder the processes' output goes to, one `NAME.log` each, appended (nil: discarded). Their warnings say what a
+    /// figure's outliers met (a reconnection, a retry).
+    package var processLogs: String?
 
-    package init(simulatorProcess: Bool = false, serviceUser: String? = nil, multiHost: Bool = false, simulatorNice: Int32 = 0) {
+    package init(
+        simulatorProcess: Bool = false,
+        serviceUser: String? = nil,
+        multiHost: Bool = false,
+        simulatorNice: Int32 = 0,
+        processLogs: String? = nil
+    ) {
         self.simulatorProcess = simulatorProcess
         self.serviceUser = serviceUser
         self.multiHost = multiHost
         self.simulatorNice = simulatorNice
+        self.processLogs = processLogs
     }
 }
 
@@ -49,12 +59,22 @@ final class FieldProcesses: Sendable {
     let simulatorNice: Int32
     /// Where the simulator's process writes the chat notifications it accepts (``FieldPlan/recordChat``).
     let recordFile: String?
+    /// Where the processes' output goes (``FieldPlan/processLogs``).
+    let processLogs: String?
     /// The simulator's process (nil: the simulator runs in the bench's process).
     private let simulator: NIOLockedValueBox<Process?>
     private let simulatorPID: Int32?
 
-    private init(account: Account?, simulator: Process?, ports: APNsSimulator.Ports?, recordFile: String? = nil, nice: Int32 = 0) {
+    private init(
+        account: Account?,
+        simulator: Process?,
+        ports: APNsSimulator.Ports?,
+        recordFile: String? = nil,
+        nice: Int32 = 0,
+        processLogs: String? = nil
+    ) {
         self.account = account
+        self.processLogs = processLogs
         self.simulatorNice = nice
         self.recordFile = recordFile
         self.simulator = NIOLockedValueBox(simulator)
@@ -77,7 +97,9 @@ final class FieldProcesses: Sendable {
             guard let entry = getpwnam(name) else { throw SimulatorError(reason: "--service-user \(name): no such user") }
             account = Account(name: name, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
         }
-        guard plan.simulatorProcess else { return FieldProcesses(account: account, simulator: nil, ports: nil) }
+        guard plan.simulatorProcess else {
+            return FieldProcesses(account: account, simulator: nil, ports: nil, processLogs: plan.processLogs)
+        }
         // Not root: as the others (the figures' header says which).
         let nice = plan.simulatorNice < 0 && geteuid() != 0 ? 0 : plan.simulatorNice
         let ports = APNsSimulator.Ports(
@@ -87,7 +109,7 @@ final class FieldProcesses: Sendable {
             status: try FreePort.loopback(),
             fcm: fcmPort
         )
-        let field = FieldProcesses(account: account, simulator: nil, ports: nil)
+        let field = FieldProcesses(account: account, simulator: nil, ports: nil, processLogs: plan.processLogs)
         let process = Process()
         var arguments = [
             "--certs", certs, "--gateway-port", "\(ports.gateway)", "--feedback-port", "\(ports.feedback)",
@@ -107,9 +129,16 @@ final class FieldProcesses: Sendable {
             recordFile = file
         }
         (process.executableURL, process.arguments) = field.command(binDir + "/pushchat-apns-sim", arguments)
-        process.standardOutput = FileHandle.nullDevice
+        try field.attachOutput(of: process, named: "pushchat-apns-sim")
         try process.run()
-        let started = FieldProcesses(account: account, simulator: process, ports: ports, recordFile: recordFile, nice: nice)
+        let started = FieldProcesses(
+            account: account,
+            simulator: process,
+            ports: ports,
+            recordFile: recordFile,
+            nice: nice,
+            processLogs: plan.processLogs
+        )
         for _ in 0..<200 {
             if (try? await started.accepted()) != nil {
                 // Every thread it has once it answers (its event loops among them): Linux keeps a niceness per thread,
@@ -132,6 +161,23 @@ final class FieldProcesses: Sendable {
         for thread in threads where setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, nice) != 0 {
             throw SimulatorError(reason: "cannot set the simulator's thread \(thread) to nice \(nice): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// Sends `process`'s output to `NAME.log` in ``processLogs`` (appended), or discards it.
+    func attachOutput(of process: Process, named name: String) throws {
+        guard let processLogs else {
+            process.standardOutput = FileHandle.nullDevice
+            return
+        }
+        let path = processLogs + "/" + name + ".log"
+        if !FileManager.default.fileExists(atPath: path) {
+            try FileManager.default.createDirectory(atPath: processLogs, withIntermediateDirectories: true)
+            guard FileManager.default.createFile(atPath: path, contents: nil) else { throw SimulatorError(reason: "cannot create \(path)") }
+        }
+        guard let file = FileHandle(forWritingAtPath: path) else { throw SimulatorError(reason: "cannot write \(path)") }
+        file.seekToEndOfFile()
+        process.standardOutput = file
+        process.standardError = file
     }
 
     /// The command line that runs `executable` as the service user without capabilities (or as is).
