@@ -35,7 +35,7 @@ package struct BinaryConnector: Sendable {
         let tls = self.tls
         let connected: (NIOAsyncChannel<ByteBuffer, ByteBuffer>, EventLoopFuture<Void>)
         do {
-            connected = try await ClientBootstrap(group: group)
+            connected = try await ClientBootstrap(group: ConnectionThreads.group ?? group)
                 .connectTimeout(TimeAmount(timeout))
                 .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
                 .connect(host: endpoint.host, port: endpoint.port) { channel in

@@ -6,6 +6,12 @@ package import NIOSSL
 package import Settings
 import Support
 
+/// The event loops the connections a task opens run on, when it names some (a broadcast's lane: threads of their own
+/// at a lower priority, `push_broadcast_nice`); else the connector's group chooses. The binary connector honours it too.
+package enum ConnectionThreads {
+    @TaskLocal package static var group: (any EventLoopGroup)?
+}
+
 /// Opens HTTP/2 connections (TLS with ALPN h2) to one server: APNs, FCM, or the simulator.
 package struct HTTP2Connector: Sendable {
     package let endpoint: Endpoint
@@ -56,7 +62,7 @@ package struct HTTP2Connector: Sendable {
     ) async throws -> (any Channel, NIOLoopBound<HTTP2ClientHandler>, AsyncStream<HTTP2Event>) {
         let (events, continuation) = AsyncStream.makeStream(of: HTTP2Event.self)
         let timeout = TimeAmount.nanoseconds(requestTimeout.nanoseconds)
-        let bootstrap = ClientBootstrap(group: group)
+        let bootstrap = ClientBootstrap(group: ConnectionThreads.group ?? group)
             .connectTimeout(.seconds(10))
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             // Reading pauses only when this much waits to be written (see the BackPressureHandler below): a window of

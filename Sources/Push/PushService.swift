@@ -147,6 +147,7 @@ package final class PushService: Service, Sendable {
             await Self.releaseStranded(context, queue: queue)
             background.cancelAll()
         }
+        await context.broadcastThreads?.shutdown()
     }
 
     /// The drivers' context, and the queue the service's own tasks use (leases, sampling, stranded rows).
@@ -160,6 +161,10 @@ package final class PushService: Service, Sendable {
         if rate > 0 {
             logger.info("Broadcast rows go out at \(rate)/s at most (push_broadcast_rate); other notifications are not held back")
         }
+        let nice = configuration.push.broadcastNice
+        if nice > 0 {
+            logger.debug("Broadcasts' connections run on threads of their own at nice \(nice) (push_broadcast_nice)")
+        }
         let context = WorkerContext(
             settings: configuration.push,
             pollInterval: configuration.pollInterval,
@@ -172,7 +177,8 @@ package final class PushService: Service, Sendable {
             status: status,
             logger: logger,
             broadcastRate: rate > 0 || chatTarget != nil ? BroadcastRate(perSecond: rate > 0 ? rate : nil, chatTarget: chatTarget) : nil,
-            pressure: pressure
+            pressure: pressure,
+            broadcastThreads: nice > 0 ? BroadcastThreads(nice: Int32(nice)) : nil
         )
         return (context, queue)
     }

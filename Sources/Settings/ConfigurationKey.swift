@@ -74,6 +74,7 @@ package enum ConfigurationKey: String, CaseIterable, Sendable {
     case pushStallTimeout = "push_stall_timeout"
     case pushBroadcastRate = "push_broadcast_rate"
     case pushChatTarget = "push_chat_target"
+    case pushBroadcastNice = "push_broadcast_nice"
     case webhookPrivateHosts = "webhook_private_hosts"
     case webhookTimeout = "webhook_timeout"
     case webhookRetryFirst = "webhook_retry_first"

@@ -56,6 +56,11 @@ package struct PushSettings: Sendable {
     /// at the median, a broadcast draining meanwhile is slowed until they do not (never below 1,000 rows/s), and goes
     /// at full pace again once chat is quiet (`push_chat_target`, e.g. `10ms`; 0: broadcasts never yield). Default 0.
     package var chatTarget: Duration = .zero
+    /// Chat first on a busy machine: a broadcast's connections and their claimer and writer tasks run on threads of
+    /// their own at this niceness (`push_broadcast_nice`, 0–19; 0: on the daemon's shared threads), so that while the
+    /// cores are all busy the operating system gives chat's threads the CPU first; with cores to spare it changes
+    /// nothing. Default 10.
+    package var broadcastNice = 10
 
     package init() {}
 
@@ -96,6 +101,7 @@ package struct PushSettings: Sendable {
         chatTarget =
             try Configuration.duration(.pushChatTarget, source, zeroMeans: "broadcasts never yield to chat", maximum: .seconds(10))
             ?? chatTarget
+        broadcastNice = try Configuration.integer(.pushBroadcastNice, source, in: 0...19) ?? broadcastNice
         guard lease > settle * 4 else {
             throw Configuration.invalid(.pushLease, source, "must be well above push_settle (at least 4 times)")
         }

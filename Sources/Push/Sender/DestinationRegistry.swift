@@ -103,7 +103,11 @@ enum SenderLanes {
                 }
                 var driver = SenderDriver(context: context, destination: destination, index: index, logger: logger, demand: demand)
                 driver.onDemand = index == 1 && !lane.firstAlwaysOpen
-                group.addTask { [driver] in await driver.run() }
+                if lane.traffic == .bulk, let threads = context.broadcastThreads {
+                    group.addTask { [driver] in await threads.run { await driver.run() } }
+                } else {
+                    group.addTask { [driver] in await driver.run() }
+                }
             }
         }
     }

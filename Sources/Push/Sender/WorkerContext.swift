@@ -21,6 +21,8 @@ struct WorkerContext: Sendable {
     var broadcastRate: BroadcastRate? = nil
     /// Told when a claim of broadcast rows comes back full (the webhook deliverer holds back fresh events meanwhile).
     var pressure: BroadcastPressure? = nil
+    /// Where a broadcast's lanes run (`push_broadcast_nice`; nil: on the shared threads, as every other lane).
+    var broadcastThreads: BroadcastThreads? = nil
 
     /// The same context for one app's sender: its queue (its rows, its claim cursor) and its own stop, which the
     /// service also raises at graceful shutdown.
@@ -49,7 +51,8 @@ struct WorkerContext: Sendable {
             status: status,
             logger: logger,
             broadcastRate: broadcastRate,
-            pressure: pressure
+            pressure: pressure,
+            broadcastThreads: broadcastThreads
         )
     }
 }
