@@ -15,6 +15,7 @@
 #               aes128gcm body, a VAPID Authorization header, a Declarative Web Push message
 #
 #   ./scripts/fuzz.sh [SECONDS]        each target for SECONDS (default 60)
+#   ./scripts/fuzz.sh --build-only     only builds the target (scripts/test.sh does it ahead, while the tests run)
 #
 # Every run takes a new seed, printed with each target (so each CI run explores inputs the last one did not); a
 # failure is replayed with the same seed: PUSHCHAT_FUZZ_SEED=N ./scripts/fuzz.sh. PUSHCHAT_FUZZ_RUNS=N stops a target
@@ -24,6 +25,11 @@
 # the target's corpus folder and it becomes a regression test (FuzzCorpusTests replays every corpus file).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then
+    build_only=1
+    shift
+fi
 seconds=${1:-60}
 seed=${PUSHCHAT_FUZZ_SEED:-$((RANDOM * 32768 + RANDOM + 1))}
 runs=${PUSHCHAT_FUZZ_RUNS:--1}
@@ -36,6 +42,7 @@ mkdir -p "$out"
 flags=(--scratch-path .build-fuzz --sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING)
 echo "==> building the fuzz target with libFuzzer and AddressSanitizer (.build-fuzz)"
 swift build "${flags[@]}" --product pushchat-fuzz
+[ $build_only -eq 0 ] || exit 0
 bin=$(swift build "${flags[@]}" --show-bin-path)
 
 for target in "${targets[@]}"; do

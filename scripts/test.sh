@@ -13,6 +13,10 @@
 #   fuzz     libFuzzer with AddressSanitizer on every parser of untrusted bytes, 20 s each with a new seed, printed
 #            (scripts/fuzz.sh; PUSHCHAT_FUZZ_SECONDS and PUSHCHAT_FUZZ_SEED change them)
 #
+#
+# The release (for deploy's make dist) and the fuzz target build in the background at idle priority while the tests
+# run (PUSHCHAT_TEST_PREBUILD=0: not).
+#
 #   ./scripts/test.sh                    every stage
 #   ./scripts/test.sh ARGS...            only `swift test ARGS` (e.g. --filter FormFields)
 #   ./scripts/test.sh --stage NAME...    only these stages (swift, browser, spec, deploy, systemd, fuzz)
@@ -89,6 +93,7 @@ if has_stage systemd; then
 fi
 cluster="$PWD/.local/test-postgres-$$"
 cleanup() {
+    [ -z "${prebuild_pid:-}" ] || kill -- -"$prebuild_pid" 2>/dev/null || true
     pg_stop "$cluster"
     rm -rf "$cluster" "$cluster.tls"
     if [ ${#timings[@]} -gt 0 ]; then
@@ -117,6 +122,40 @@ begin "swift build --build-tests"
 swift build --build-tests
 finish "build"
 bin=$(swift build --show-bin-path)
+
+# The builds the later stages start with (the deployment stage's `make dist`, the fuzz stage's target with its
+# sanitizers: each from scratch on a fresh clone, a third of CI's time) run ahead in the background at the lowest CPU
+# and I/O priority (SCHED_IDLE, ionice idle) while the tests run, which leave about half of the cores idle. Each stage
+# waits for its own build, then runs its command as before: a background build that failed is built again there, in
+# the stage's log. PUSHCHAT_TEST_PREBUILD=0 turns it off.
+prebuild_pid=""
+prebuild_log="$PWD/.local/test-output/prebuild.log"
+prebuild_release_done="$PWD/.local/test-output/prebuild.release-done"
+rm -f "$prebuild_release_done"
+prebuild_release=0
+prebuild_fuzz=0
+[ "$(id -u)" -eq 0 ] && has_stage deploy && prebuild_release=1
+has_stage fuzz && prebuild_fuzz=1
+if [ "${PUSHCHAT_TEST_PREBUILD:-1}" = 1 ] && [ $((prebuild_release + prebuild_fuzz)) -gt 0 ]; then
+    mkdir -p "$(dirname "$prebuild_log")"
+    echo "    building ahead in the background at idle priority: $([ $prebuild_release = 1 ] && echo "the release (make release) ")$([ $prebuild_fuzz = 1 ] && echo "the fuzz target")(log: $prebuild_log)"
+    setsid chrt --idle 0 ionice -c 3 bash -c '
+        if [ "$1" = 1 ]; then make release || echo "prebuild: make release failed"; fi
+        touch "$3"
+        if [ "$2" = 1 ]; then ./scripts/fuzz.sh --build-only || echo "prebuild: the fuzz build failed"; fi
+    ' prebuild "$prebuild_release" "$prebuild_fuzz" "$prebuild_release_done" >"$prebuild_log" 2>&1 &
+    prebuild_pid=$!
+fi
+# Waits for the background builds: the release's (release) or all of them (all), saying how long it waited.
+await_prebuild() {
+    [ -n "$prebuild_pid" ] || return 0
+    local waited=$SECONDS
+    while kill -0 "$prebuild_pid" 2>/dev/null; do
+        [ "$1" = release ] && [ -e "$prebuild_release_done" ] && break
+        sleep 1
+    done
+    echo "    waited $((SECONDS - waited)) s for the build begun in the background (log: $prebuild_log)"
+}
 
 # As root, the executables the tests start run as an unprivileged user without capabilities, as systemd runs them
 # (User=, CapabilityBoundingSet=): a privilege the code needs by accident fails here, not in production.
@@ -222,6 +261,7 @@ root_stage() {
     has_stage "$1" || return 0
     if [ "$(id -u)" -eq 0 ]; then
         begin "$3"
+        [ "$1" != deploy ] || await_prebuild release
         "$2"
         finish "$4"
     else
@@ -235,6 +275,7 @@ root_stage systemd ./scripts/systemd-test.sh "the units under systemd (systemd-n
 
 if has_stage fuzz; then
     begin "fuzzing (libFuzzer, AddressSanitizer)"
+    await_prebuild all
     ./scripts/fuzz.sh "${PUSHCHAT_FUZZ_SECONDS:-20}"
     finish "fuzzing"
 fi
