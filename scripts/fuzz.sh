@@ -40,10 +40,17 @@ mkdir -p "$out"
 # SwiftPM's --sanitize fuzzer instruments only the product's own target; -Xswiftc gives every Swift module (the
 # parsers in API and APNs among them) libFuzzer's coverage. AddressSanitizer everywhere, C included.
 flags=(--scratch-path .build-fuzz --sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING)
-echo "==> building the fuzz target with libFuzzer and AddressSanitizer (.build-fuzz)"
-swift build "${flags[@]}" --product pushchat-fuzz
+# PUSHCHAT_FUZZ_PREBUILT=1: scripts/test.sh built it ahead, in the background, from the same sources.
+if [ "${PUSHCHAT_FUZZ_PREBUILT:-0}" = 1 ] && [ -x .build-fuzz/debug/pushchat-fuzz ]; then
+    echo "==> the fuzz target was built ahead (.build-fuzz)"
+else
+    echo "==> building the fuzz target with libFuzzer and AddressSanitizer (.build-fuzz)"
+    swift build "${flags[@]}" --product pushchat-fuzz
+fi
 [ $build_only -eq 0 ] || exit 0
-bin=$(swift build "${flags[@]}" --show-bin-path)
+# The folder SwiftPM points .build-fuzz/debug at; not `swift build --show-bin-path`, which with two sanitizers makes
+# the next build plan anew and compile everything again.
+bin=.build-fuzz/debug
 
 for target in "${targets[@]}"; do
     work=$(mktemp -d)

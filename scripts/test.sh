@@ -131,19 +131,25 @@ bin=$(swift build --show-bin-path)
 prebuild_pid=""
 prebuild_log="$PWD/.local/test-output/prebuild.log"
 prebuild_release_done="$PWD/.local/test-output/prebuild.release-done"
-rm -f "$prebuild_release_done"
+prebuild_fuzz_done="$PWD/.local/test-output/prebuild.fuzz-done"
+rm -f "$prebuild_release_done" "$prebuild_fuzz_done"
 prebuild_release=0
 prebuild_fuzz=0
 [ "$(id -u)" -eq 0 ] && has_stage deploy && prebuild_release=1
 has_stage fuzz && prebuild_fuzz=1
 if [ "${PUSHCHAT_TEST_PREBUILD:-1}" = 1 ] && [ $((prebuild_release + prebuild_fuzz)) -gt 0 ]; then
     mkdir -p "$(dirname "$prebuild_log")"
-    echo "    building ahead in the background at idle priority: $([ $prebuild_release = 1 ] && echo "the release (make release) ")$([ $prebuild_fuzz = 1 ] && echo "the fuzz target")(log: $prebuild_log)"
+    ahead=()
+    [ $prebuild_release = 1 ] && ahead+=("the release (make release)")
+    [ $prebuild_fuzz = 1 ] && ahead+=("the fuzz target")
+    echo "    building ahead in the background at idle priority: ${ahead[*]} (log: $prebuild_log)"
     setsid chrt --idle 0 ionice -c 3 bash -c '
         if [ "$1" = 1 ]; then make release || echo "prebuild: make release failed"; fi
         touch "$3"
-        if [ "$2" = 1 ]; then ./scripts/fuzz.sh --build-only || echo "prebuild: the fuzz build failed"; fi
-    ' prebuild "$prebuild_release" "$prebuild_fuzz" "$prebuild_release_done" >"$prebuild_log" 2>&1 &
+        if [ "$2" = 1 ]; then
+            if ./scripts/fuzz.sh --build-only; then touch "$4"; else echo "prebuild: the fuzz build failed"; fi
+        fi
+    ' prebuild "$prebuild_release" "$prebuild_fuzz" "$prebuild_release_done" "$prebuild_fuzz_done" >"$prebuild_log" 2>&1 &
     prebuild_pid=$!
 fi
 # Waits for the background builds: the release's (release) or all of them (all), saying how long it waited.
@@ -276,6 +282,9 @@ root_stage systemd ./scripts/systemd-test.sh "the units under systemd (systemd-n
 if has_stage fuzz; then
     begin "fuzzing (libFuzzer, AddressSanitizer)"
     await_prebuild all
-    ./scripts/fuzz.sh "${PUSHCHAT_FUZZ_SECONDS:-20}"
+    # Built ahead: not again (SwiftPM would plan the build anew and, with two sanitizers, compile everything again).
+    prebuilt=0
+    [ -e "$prebuild_fuzz_done" ] && prebuilt=1
+    PUSHCHAT_FUZZ_PREBUILT=$prebuilt ./scripts/fuzz.sh "${PUSHCHAT_FUZZ_SECONDS:-20}"
     finish "fuzzing"
 fi
