@@ -15,12 +15,10 @@ import Glibc
 /// nothing else wants the cores, these take them all, so the broadcast's pace is the machine's as before.
 final class BroadcastThreads: TaskExecutor {
     let group: MultiThreadedEventLoopGroup
-    let nice: Int32
 
     /// As many threads as cores (the daemon's shared event loops have as many), each at `nice` (1–19).
     init(nice: Int32, threads: Int = System.coreCount) {
         precondition((1...19).contains(nice))
-        self.nice = nice
         group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         for loop in group.makeIterator() {
             // On Linux a niceness is a thread's: 0 names the calling thread. Lowering one's own priority needs no
