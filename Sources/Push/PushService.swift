@@ -178,7 +178,8 @@ package final class PushService: Service, Sendable {
             logger: logger,
             broadcastRate: rate > 0 || chatTarget != nil ? BroadcastRate(perSecond: rate > 0 ? rate : nil, chatTarget: chatTarget) : nil,
             pressure: pressure,
-            broadcastThreads: nice > 0 ? BroadcastThreads(nice: Int32(nice)) : nil
+            broadcastThreads: nice > 0 ? BroadcastThreads(nice: Int32(nice)) : nil,
+            broadcastClaims: ClaimGate()
         )
         return (context, queue)
     }

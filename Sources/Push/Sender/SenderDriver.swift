@@ -253,12 +253,21 @@ struct SenderDriver<D: Destination>: Sendable {
             }
             let started = ContinuousClock.now
             do {
-                let claimed = try await context.held.claim(
-                    from: context.rows,
-                    limit: limit,
-                    bulkLimit: bulkLimit,
-                    timer: metrics.claimDuration
-                )
+                let claim = {
+                    try await context.held.claim(
+                        from: context.rows,
+                        limit: limit,
+                        bulkLimit: bulkLimit,
+                        timer: metrics.claimDuration
+                    )
+                }
+                // A broadcast's claims take turns (``ClaimGate``); chat's go at once.
+                let claimed: [QueuedNotification]
+                if onlyBulk, let gate = context.broadcastClaims {
+                    claimed = try await gate.run(claim)
+                } else {
+                    claimed = try await claim()
+                }
                 if let rate, let bulkLimit { rate.giveBack(bulkLimit - claimed.count { $0.bulk }) }
                 // Chat first: how long a chat row took to claim paces the broadcasts (``ChatPriority``).
                 if context.rows.traffic == .interactive, !claimed.isEmpty {

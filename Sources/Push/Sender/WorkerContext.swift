@@ -23,6 +23,8 @@ struct WorkerContext: Sendable {
     var pressure: BroadcastPressure? = nil
     /// Where a broadcast's lanes run (`push_broadcast_nice`; nil: on the shared threads, as every other lane).
     var broadcastThreads: BroadcastThreads? = nil
+    /// The turns a broadcast's claims take, one at a time, across the daemon's connections (nil: each claims at once).
+    var broadcastClaims: ClaimGate? = nil
 
     /// The same context for one app's sender: its queue (its rows, its claim cursor) and its own stop, which the
     /// service also raises at graceful shutdown.
@@ -52,7 +54,8 @@ struct WorkerContext: Sendable {
             logger: logger,
             broadcastRate: broadcastRate,
             pressure: pressure,
-            broadcastThreads: broadcastThreads
+            broadcastThreads: broadcastThreads,
+            broadcastClaims: broadcastClaims
         )
     }
 }
