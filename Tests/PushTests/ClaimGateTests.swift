@@ -1,9 +1,7 @@
-import Logging
 import NIOConcurrencyHelpers
 import Testing
 
 @testable import APNs
-@testable import Observability
 @testable import Push
 @testable import Settings
 @testable import Storage
@@ -110,42 +108,16 @@ import Testing
         settings.batchSize = 20
         settings.batchMax = 20
         settings.window = 100
-        let signal = QueueSignal()
-        let held = HeldRows()
-        let metrics = PushMetrics(registry: MetricsRegistry())
-        let logger = Logger(label: "claim-gate-test")
-        let outcomes = Outcomes(recorder: queue, held: held, metrics: metrics, logger: logger)
-        let shutdown = ShutdownFlag(signal: signal)
-        let context = WorkerContext(
-            settings: settings,
-            pollInterval: .milliseconds(100),
+        try await SenderDriverTests.withDrivers(
+            queue: queue,
             rows: SlowRows(rows: MemoryRows(queue: queue, traffic: .bulk), overlap: overlap),
-            outcomes: outcomes,
-            held: held,
-            signal: signal,
-            shutdown: shutdown,
-            metrics: metrics,
-            status: PushStatus(),
-            logger: logger,
+            far: far,
+            settings: settings,
+            connections: 3,
             broadcastClaims: gated ? ClaimGate() : nil
-        )
-        let drivers = (1...3).map {
-            SenderDriver(context: context, destination: MemoryDestination(far: far), index: $0, logger: logger)
-        }
-        let recording = Task { await outcomes.run() }
-        let running = drivers.map { driver in Task { await driver.run() } }
-        var failure: (any Error)?
-        do {
+        ) {
             try await SenderDriverTests.waitUntil("every row is recorded sent", within: .seconds(30)) { queue.sentCount == 3_000 }
-        } catch {
-            failure = error
         }
-        shutdown.request()
-        for task in running { await task.value }
-        recording.cancel()
-        await recording.value
-        await outcomes.drain(timeout: .seconds(5))
-        if let failure { throw failure }
         #expect(queue.sentTimes.values.allSatisfy { $0 == 1 }, "each recorded once")
         #expect(far.connections == 3)
         if gated {

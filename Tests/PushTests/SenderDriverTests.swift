@@ -112,6 +112,20 @@ import Testing
         var settings = PushSettings()
         settings.batchSize = 50
         settings.window = 100
+        try await withDrivers(queue: queue, rows: MemoryRows(queue: queue), far: far, settings: settings, body)
+    }
+
+    /// Runs `connections` drivers claiming from `rows` (rows of `queue`), each a connection to `far`, while `body`
+    /// runs, then shuts them down and writes every result. `broadcastClaims`: the daemon's gate for bulk claims.
+    static func withDrivers(
+        queue: MemoryQueue,
+        rows: any RowSource,
+        far: FarEnd,
+        settings: PushSettings,
+        connections: Int = 1,
+        broadcastClaims: ClaimGate? = nil,
+        _ body: () async throws -> Void
+    ) async throws {
         let signal = QueueSignal()
         let held = HeldRows()
         let metrics = PushMetrics(registry: MetricsRegistry())
@@ -121,32 +135,34 @@ import Testing
         let context = WorkerContext(
             settings: settings,
             pollInterval: .milliseconds(100),
-            rows: MemoryRows(queue: queue),
+            rows: rows,
             outcomes: outcomes,
             held: held,
             signal: signal,
             shutdown: shutdown,
             metrics: metrics,
             status: PushStatus(),
-            logger: logger
+            logger: logger,
+            broadcastClaims: broadcastClaims
         )
-        let driver = SenderDriver(context: context, destination: MemoryDestination(far: far), index: 1, logger: logger)
+        let drivers = (1...connections).map {
+            SenderDriver(context: context, destination: MemoryDestination(far: far), index: $0, logger: logger)
+        }
         let recording = Task { await outcomes.run() }
-        let running = Task { await driver.run() }
+        let running = drivers.map { driver in Task { await driver.run() } }
+        var failure: (any Error)?
         do {
             try await body()
         } catch {
-            shutdown.request()
-            await running.value
-            recording.cancel()
-            throw error
+            failure = error
         }
         shutdown.request()
-        await running.value
+        for task in running { await task.value }
         recording.cancel()
         await recording.value
+        if let failure { throw failure }
         await outcomes.drain(timeout: .seconds(5))
-        #expect(held.count == 0, "every row the driver claimed is settled")
+        #expect(held.count == 0, "every row the drivers claimed is settled")
     }
 
     static func waitUntil(
