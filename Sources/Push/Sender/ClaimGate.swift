@@ -6,8 +6,9 @@ import NIOConcurrencyHelpers
 /// thousands of rows per connection at once, each a PostgreSQL backend busy for tens of milliseconds. On a busy machine
 /// those backends took the cores chat's claims and commits wait for. Behind this gate a broadcast's claims take turns
 /// (in the order they asked); a claim of thousands of rows still brings more rows than a connection sends in the time
-/// the others take, so the broadcast drains as fast (in the field bench faster: its claims no longer contend with each
-/// other), and chat's statements find fewer backends ahead of them. Chat's claims never pass through it.
+/// the others take, so the broadcast drains as fast, and chat's statements find fewer backends ahead of them (in the
+/// field bench chat's p50 during a broadcast fell from a median of 21 ms to 14 ms, docs/BENCHMARKS.md). Chat's claims
+/// never pass through it.
 final class ClaimGate: Sendable {
     private struct State {
         var busy = false
