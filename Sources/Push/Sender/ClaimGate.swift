@@ -8,7 +8,9 @@ import NIOConcurrencyHelpers
 /// (in the order they asked); a claim of thousands of rows still brings more rows than a connection sends in the time
 /// the others take, so the broadcast drains as fast, and chat's statements find fewer backends ahead of them (in the
 /// field bench chat's p50 during a broadcast fell from a median of 21 ms to 14 ms, docs/BENCHMARKS.md). Chat's claims
-/// never pass through it.
+/// never pass through it. A claim holds the gate at most as long as any request may take (the server's
+/// `statement_timeout`, or that plus 5 s from a server that stopped answering: ``DatabaseClient``), so a database that
+/// fails over holds a broadcast's other connections no longer than it holds the claim itself.
 final class ClaimGate: Sendable {
     private struct State {
         var busy = false
