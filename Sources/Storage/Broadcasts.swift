@@ -266,12 +266,13 @@ package struct BroadcastQueue: Sendable {
                    (SELECT count(*) FROM badges), (SELECT min(message_id) FROM queued)
             """,
             logger: logger,
-            committed: true,
-            // Woken after the commit (``QueueWakeup``): a batch's flush is the largest of all, and chat's commits waited
-            // behind it for the NOTIFY's lock.
-            wake: { $0.messageID(column: 4) }
+            committed: true
         )
-        for (queued, moved, done, _, _) in try rows.decode((Int64, Int64, Bool, Int64, Int64?).self) {
+        let decoded = try rows.decode((Int64, Int64, Bool, Int64, Int64?).self)
+        // Woken after the commit (``QueueWakeup``): a batch's flush is the largest of all, and chat's commits waited
+        // behind it for the NOTIFY's lock.
+        database.wakeups.rowsQueued(from: decoded.first?.4)
+        for (queued, moved, done, _, _) in decoded {
             return Batch(queued: Int(queued), moved: moved > 0, done: done)
         }
         return Batch(queued: 0, moved: false, done: false)

@@ -111,14 +111,15 @@ package struct ChatStore: Sendable {
             let statement = ChatStatements.Message(udid: udid, text: text, maxRecipients: maxRecipients ?? -1, app: app)
             var result = MessageResult(messageID: nil, queued: 0)
             var legacyName: String?
-            // The daemons are woken once the commit is confirmed, on the same connection (``QueueWakeup``).
-            let rows = try await database.execute(statement, logger: logger, committed: true) { $0.first?.4 }
-            for (id, queued, name, recipients, _) in rows {
+            var lowest: Int64?
+            for (id, queued, name, recipients, first) in try await execute(statement, committed: true) {
                 result = MessageResult(messageID: id, queued: Int(queued))
                 result.refused = maxRecipients.map { Int(recipients) > $0 } ?? false
                 result.recipients = Int(recipients)
                 legacyName = name
+                lowest = first
             }
+            database.wakeups.rowsQueued(from: lowest)
             guard let legacyName else { return result }
             // Joined before `alert_name` existed: fill it in once, then queue.
             try await database.query(

@@ -103,19 +103,10 @@ extension DatabaseClient {
 
     /// Runs one statement and collects its rows; with `committed`, answers only once PostgreSQL committed it (see
     /// ``PostgresConnection/confirmCommitted(logger:)``).
-    /// `wake`: the lowest message id the statement queued in `push_queue`, read from its rows; once PostgreSQL committed
-    /// it, the push daemons are woken on the same connection (``QueueWakeup``).
-    package func query(
-        _ query: PostgresQuery,
-        logger: Logger,
-        committed: Bool = false,
-        wake: (@Sendable (DatabaseRows) -> Int64?)? = nil
-    ) async throws -> DatabaseRows {
+    package func query(_ query: PostgresQuery, logger: Logger, committed: Bool = false) async throws -> DatabaseRows {
         try await withConnection { connection in
             let rows = DatabaseRows(try await connection.query(query, logger: logger).collect())
-            let prepared = self.session?.isPooled != true
-            if committed { try await connection.confirmCommitted(logger: logger, prepared: prepared) }
-            if let lowest = wake?(rows) { await QueueWakeup.wake(from: lowest, on: connection, prepared: prepared, logger: logger) }
+            if committed { try await connection.confirmCommitted(logger: logger, prepared: self.session?.isPooled != true) }
             return rows
         }
     }
@@ -126,8 +117,7 @@ extension DatabaseClient {
     package func execute<Statement: PostgresPreparedStatement>(
         _ statement: Statement,
         logger: Logger,
-        committed: Bool = false,
-        wake: (@Sendable ([Statement.Row]) -> Int64?)? = nil
+        committed: Bool = false
     ) async throws -> [Statement.Row]
     where Statement.Row: Sendable {
         try await withConnection { connection in
@@ -136,7 +126,6 @@ extension DatabaseClient {
                 let query = PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())
                 let rows = try await connection.query(query, logger: logger).collect().map { try statement.decodeRow($0) }
                 if committed { try await connection.confirmCommitted(logger: logger, prepared: false) }
-                if let lowest = wake?(rows) { await QueueWakeup.wake(from: lowest, on: connection, prepared: false, logger: logger) }
                 return rows
             }
             // postgres-nio remembers a statement whose preparation failed (a lock or statement timeout behind an
@@ -146,7 +135,6 @@ extension DatabaseClient {
                 var rows: [Statement.Row] = []
                 for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
                 if committed { try await connection.confirmCommitted(logger: logger, prepared: true) }
-                if let lowest = wake?(rows) { await QueueWakeup.wake(from: lowest, on: connection, prepared: true, logger: logger) }
                 return rows
             } catch {
                 try? await connection.close()
@@ -209,12 +197,6 @@ package struct DatabaseRows: Sendable, Sequence {
 
     package var count: Int { rows.count }
     package func makeIterator() -> IndexingIterator<[PostgresRow]> { rows.makeIterator() }
-
-    /// The first row's `column` as a message id (the lowest a statement queued, for ``DatabaseClient/query(_:logger:committed:wake:)``).
-    package func messageID(column: Int) -> Int64? {
-        guard let row = rows.first else { return nil }
-        return (try? row.makeRandomAccess()[column].decode(Int64?.self)) ?? nil
-    }
 
     /// Every row decoded as the given columns.
     package func decode<each Column: PostgresDecodable>(_ columns: (repeat each Column).Type) throws -> [(repeat each Column)] {

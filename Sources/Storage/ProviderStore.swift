@@ -422,10 +422,11 @@ package struct ProviderStore: Sendable {
                    (SELECT android FROM counted), (SELECT browsers FROM counted), (SELECT min(message_id) FROM queued)
             """,
             logger: logger,
-            committed: true,
-            wake: { $0.messageID(column: 6) }
+            committed: true
         )
-        for (within, go, count, queued, android, browsers, _) in try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64, Int64?).self) {
+        let decoded = try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64, Int64?).self)
+        database.wakeups.rowsQueued(from: decoded.first?.6)
+        for (within, go, count, queued, android, browsers, _) in decoded {
             if !within && android > 0 && notification.fcmPayload == nil { return .notForAndroid(Int(android)) }
             if !within && browsers > 0 && notification.webPayload == nil { return .notForBrowsers(Int(browsers)) }
             if !within { return .tooManyRecipients(Int(count)) }
