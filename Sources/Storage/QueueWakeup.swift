@@ -47,11 +47,7 @@ package final class QueueWaker: Sendable {
     /// the daemons claim from the start of the queue when they reconnect, and at least once a minute anyway.
     func run(on database: DatabaseClient, logger: Logger) async {
         for await _ in signals {
-            let taken = lowest.withLockedValue { value in
-                defer { value = nil }
-                return value
-            }
-            guard let id = taken else { continue }
+            guard let id = lowest.withLockedValue({ value in defer { value = nil }; return value }) else { continue }
             do {
                 _ = try await database.query(QueueWakeup.statement(lowest: id), logger: logger)
             } catch {
