@@ -244,8 +244,8 @@ package struct BroadcastQueue: Sendable {
                 SELECT b.app, c.platform, c.device_token,
                        CASE c.platform WHEN 'fcm' THEN b.fcm_payload WHEN 'web' THEN b.web_payload ELSE b.payload END,
                        b.priority, b.expiration, b.collapse_id, b.push_type, b.topic, b.id, true
-                FROM chosen c, b, \(unescaped: QueueWakeup.silent)
-                RETURNING message_id
+                FROM chosen c, b
+                RETURNING 1
             ), badges AS (
                 UPDATE devices d SET last_badge = b.badge FROM b
                 WHERE b.badge IS NOT NULL AND d.app = b.app AND d.device_token IN (SELECT device_token FROM chosen)
@@ -263,16 +263,12 @@ package struct BroadcastQueue: Sendable {
                 RETURNING n.expanded_at IS NOT NULL
             )
             SELECT (SELECT count(*) FROM queued), (SELECT count(*) FROM moved), coalesce((SELECT bool_or(m) FROM moved m(m)), false),
-                   (SELECT count(*) FROM badges), (SELECT min(message_id) FROM queued)
+                   (SELECT count(*) FROM badges)
             """,
             logger: logger,
             committed: true
         )
-        let decoded = try rows.decode((Int64, Int64, Bool, Int64, Int64?).self)
-        // Woken after the commit (``QueueWakeup``): a batch's flush is the largest of all, and chat's commits waited
-        // behind it for the NOTIFY's lock.
-        database.wakeups.rowsQueued(from: decoded.first?.4)
-        for (queued, moved, done, _, _) in decoded {
+        for (queued, moved, done, _) in try rows.decode((Int64, Int64, Bool, Int64).self) {
             return Batch(queued: Int(queued), moved: moved > 0, done: done)
         }
         return Batch(queued: 0, moved: false, done: false)

@@ -57,9 +57,7 @@ enum ChatStatements {
     /// `message`: store it and queue the payload for every other member with a token, in one statement, unless they
     /// are more than `maxRecipients` (-1: no limit; the fan-out budget reserved that many): then nothing is written.
     /// Returns the message id (nil when the sender is in no room or the recipients were too many), the rows queued,
-    /// the sender's nickname when the row predates `alert_name` (nothing was written then), the recipients, and the
-    /// lowest message id queued: the insert does not NOTIFY, the caller wakes the daemons once the commit is confirmed
-    /// (``QueueWakeup``).
+    /// the sender's nickname when the row predates `alert_name` (nothing was written then), and the recipients.
     struct Message: PostgresPreparedStatement {
         static let sql = """
             WITH sender AS (
@@ -79,14 +77,14 @@ enum ChatStatements {
                 SELECT $6, r.platform, r.device_token,
                        CASE r.platform WHEN 'fcm' THEN $7 || s.alert_name || $8 WHEN 'web' THEN $9 || s.alert_name || $10
                                        ELSE $3 || s.alert_name || $4 END
-                FROM recipients r, sender s, \(QueueWakeup.silent)
+                FROM recipients r, sender s
                 WHERE (SELECT ok FROM allowed)
-                RETURNING message_id
+                RETURNING 1
             )
             SELECT (SELECT id FROM stored), (SELECT count(*) FROM queued), (SELECT nickname FROM sender WHERE alert_name IS NULL),
-                   (SELECT count(*) FROM recipients), (SELECT min(message_id) FROM queued)
+                   (SELECT count(*) FROM recipients)
             """
-        typealias Row = (Int64?, Int64, String?, Int64, Int64?)
+        typealias Row = (Int64?, Int64, String?, Int64)
 
         let udid: String
         let text: String

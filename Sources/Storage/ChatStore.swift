@@ -111,15 +111,12 @@ package struct ChatStore: Sendable {
             let statement = ChatStatements.Message(udid: udid, text: text, maxRecipients: maxRecipients ?? -1, app: app)
             var result = MessageResult(messageID: nil, queued: 0)
             var legacyName: String?
-            var lowest: Int64?
-            for (id, queued, name, recipients, first) in try await execute(statement, committed: true) {
+            for (id, queued, name, recipients) in try await execute(statement, committed: true) {
                 result = MessageResult(messageID: id, queued: Int(queued))
                 result.refused = maxRecipients.map { Int(recipients) > $0 } ?? false
                 result.recipients = Int(recipients)
                 legacyName = name
-                lowest = first
             }
-            database.wakeups.rowsQueued(from: lowest)
             guard let legacyName else { return result }
             // Joined before `alert_name` existed: fill it in once, then queue.
             try await database.query(

@@ -29,8 +29,6 @@ package final class DatabaseClient: Service, Sendable {
     package let health: DatabaseHealth
     let logger: Logger
     let current = NIOLockedValueBox<(pool: PostgresClient, session: DatabaseSession, host: DatabaseURL.Host?)?>(nil)
-    /// The push daemons woken after this process's writers queued rows (``QueueWakeup``).
-    package let wakeups = QueueWaker()
 
     package init(
         url: DatabaseURL,
@@ -61,10 +59,7 @@ package final class DatabaseClient: Service, Sendable {
 
     package func run() async throws {
         await cancelWhenGracefulShutdown {
-            await withDiscardingTaskGroup { group in
-                group.addTask { await self.wakeups.run(on: self, logger: self.logger) }
-                await self.runGenerations()
-            }
+            await self.runGenerations()
         }
     }
 

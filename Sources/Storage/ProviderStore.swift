@@ -411,22 +411,20 @@ package struct ProviderStore: Sendable {
                        CASE platform WHEN 'fcm' THEN \(notification.fcmPayload) WHEN 'web' THEN \(notification.webPayload)
                                      ELSE \(notification.payload) END,
                        \(priority), \(expiration), \(notification.collapseID), \(notification.pushType), \(notification.topic), \(notification.id)
-                FROM targets, \(unescaped: QueueWakeup.silent) WHERE (SELECT ok FROM go)
-                RETURNING message_id
+                FROM targets WHERE (SELECT ok FROM go)
+                RETURNING 1
             ), badges AS (
                 UPDATE devices SET last_badge = \(badge)
                 WHERE \(badge)::int IS NOT NULL AND (SELECT ok FROM go) AND app = \(app) AND device_token IN (SELECT device_token FROM targets)
                 RETURNING 1
             )
             SELECT (SELECT ok FROM within), (SELECT ok FROM go), (SELECT n FROM counted), (SELECT count(*) FROM queued),
-                   (SELECT android FROM counted), (SELECT browsers FROM counted), (SELECT min(message_id) FROM queued)
+                   (SELECT android FROM counted), (SELECT browsers FROM counted)
             """,
             logger: logger,
             committed: true
         )
-        let decoded = try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64, Int64?).self)
-        database.wakeups.rowsQueued(from: decoded.first?.6)
-        for (within, go, count, queued, android, browsers, _) in decoded {
+        for (within, go, count, queued, android, browsers) in try rows.decode((Bool, Bool, Int64, Int64, Int64, Int64).self) {
             if !within && android > 0 && notification.fcmPayload == nil { return .notForAndroid(Int(android)) }
             if !within && browsers > 0 && notification.webPayload == nil { return .notForBrowsers(Int(browsers)) }
             if !within { return .tooManyRecipients(Int(count)) }
