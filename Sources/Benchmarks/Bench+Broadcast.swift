@@ -181,6 +181,13 @@ extension Bench {
                     AND time_queued BETWEEN to_timestamp(\(answered.timeIntervalSince1970)) AND to_timestamp(\(drained.timeIntervalSince1970))) t
             """
         let stages = try await value(stagesSQL, as: [Int64].self) ?? [-1, -1, -1, -1, -1, -1]
+        let slowMessages = try await slowestMessages(
+            answered: answered,
+            drained: drained,
+            lease: lease,
+            arrivals: chatArrivals,
+            answers: answerTimes
+        )
         return [
             Figure(
                 name: "broadcast to \(total) devices (\(transport)): the API's 202",
@@ -210,8 +217,8 @@ extension Bench {
                 met: delivered >= total && twice == 0
             ),
             Figure(
-                name: "  chat alone before it (\(chatRate) messages/s into 10-member rooms): answer → simulator, p50 / p99",
-                value: String(format: "%.1f ms / %.1f ms", percentile(alone, 0.5), percentile(alone, 0.99)),
+                name: "  chat alone before it (\(chatRate) messages/s into 10-member rooms): answer → simulator, p50 / p99 / max",
+                value: String(format: "%.1f ms / %.1f ms / %.1f ms", percentile(alone, 0.5), percentile(alone, 0.99), alone.last ?? 0),
                 target: "-",
                 met: nil
             ),
@@ -224,6 +231,82 @@ extension Bench {
             Figure(
                 name: "    its rows meanwhile (PostgreSQL's clock): queued → claimed, claimed → stamped sent, p50 / p99 / max",
                 value: "\(stages[0]) / \(stages[1]) / \(stages[2]) ms, \(stages[3]) / \(stages[4]) / \(stages[5]) ms",
+                target: "-",
+                met: nil
+            ),
+        ] + slowMessages
+    }
+
+    /// Where the slowest chat messages of the drain lost their time, each from its last notification's arrival: the
+    /// API's transaction (its start, `time_queued`, → the answer at the client), the answer → the claim of its last row
+    /// (the lease's start: the daemon's claim statement began), the claim → the arrival at the simulator (the claim's
+    /// statement and commit, the wait for the writer, the write, the gateway). Clocks: PostgreSQL's, the bench's and the
+    /// simulator's, all this machine's.
+    private func slowestMessages(
+        answered: Date,
+        drained: Date,
+        lease: Duration,
+        arrivals: [(connection: Int, index: Int, arrival: Date)],
+        answers: [Int: Date]
+    ) async throws -> [Figure] {
+        let rows =
+            try await value(
+                """
+                SELECT coalesce(array_agg(payload || E'\t' || extract(epoch FROM time_queued) || E'\t'
+                                          || extract(epoch FROM claimed_until - make_interval(secs => \(lease.seconds)))), '{}')
+                FROM push_history WHERE NOT bulk AND time_sent IS NOT NULL
+                  AND time_queued BETWEEN to_timestamp(\(answered.timeIntervalSince1970)) AND to_timestamp(\(drained.timeIntervalSince1970))
+                """,
+                as: [String].self
+            ) ?? []
+        // Per message: its first row's start of the transaction, its last row's claim, its last arrival.
+        var queued: [Int: Double] = [:]
+        var claimed: [Int: Double] = [:]
+        for row in rows {
+            let fields = row.split(separator: "\t")
+            guard fields.count == 3, let (connection, index) = Self.chatMessage(in: String(fields[0])),
+                let start = Double(fields[1]), let claim = Double(fields[2])
+            else { continue }
+            let key = connection * 1_000_000 + index
+            queued[key] = min(queued[key] ?? start, start)
+            claimed[key] = max(claimed[key] ?? claim, claim)
+        }
+        var last: [Int: Date] = [:]
+        for arrival in arrivals {
+            let key = arrival.connection * 1_000_000 + arrival.index
+            last[key] = max(last[key] ?? arrival.arrival, arrival.arrival)
+        }
+        struct Parts { let total, api, toClaim, afterClaim: Double }
+        var parts: [Parts] = []
+        for (key, arrival) in last {
+            guard let answer = answers[key], answer >= answered, answer <= drained, let start = queued[key], let claim = claimed[key] else {
+                continue
+            }
+            let (a, c, r) = (answer.timeIntervalSince1970, claim, arrival.timeIntervalSince1970)
+            parts.append(Parts(total: (r - a) * 1000, api: (a - start) * 1000, toClaim: (c - a) * 1000, afterClaim: (r - c) * 1000))
+        }
+        parts.sort { $0.total > $1.total }
+        guard !parts.isEmpty else { return [] }
+        let slow = parts.filter { $0.total > 100 }
+        func median(_ values: [Double]) -> Double { values.isEmpty ? 0 : values.sorted()[values.count / 2] }
+        let listed = parts.prefix(5).map { String(format: "%.0f (%.0f, %.0f, %.0f)", $0.total, $0.api, $0.toClaim, $0.afterClaim) }
+        return [
+            Figure(
+                name: "    its slowest messages, ms: answer → last arrival (API transaction → answer, answer → claimed, claimed → arrival)",
+                value: listed.joined(separator: ", "),
+                target: "-",
+                met: nil
+            ),
+            Figure(
+                name: "    messages over 100 ms: how many, and the median of each part (API, → claimed, → arrival)",
+                value: String(
+                    format: "%d of %d: %.0f / %.0f / %.0f ms",
+                    slow.count,
+                    parts.count,
+                    median(slow.map(\.api)),
+                    median(slow.map(\.toClaim)),
+                    median(slow.map(\.afterClaim))
+                ),
                 target: "-",
                 met: nil
             ),
