@@ -99,6 +99,11 @@ struct SimulatorCommand: AsyncParsableCommand {
         help: "With --webpush-port: speak HTTP/1.1 only, as a push service without HTTP/2 (otherwise HTTP/2 and HTTP/1.1, by ALPN)."
     )
     var webPushHTTP1Only = false
+    @Option(
+        help:
+            "Event-loop threads serving the connections, each connection on one of them in turn (1: all on one thread; Apple's and Google's servers serve a provider's connections apart)."
+    )
+    var threads = 1
     @Option(help: "Log level.")
     var logLevel = "info"
 
@@ -107,7 +112,8 @@ struct SimulatorCommand: AsyncParsableCommand {
         let simulator: APNsSimulator
         do {
             logger = try LogSetup.bootstrap(label: "pushchat-apns-sim", level: Logger.Level(rawValue: logLevel) ?? .info, file: nil)
-            simulator = try APNsSimulator(configuration: try makeConfiguration(), logger: logger)
+            guard (1...64).contains(threads) else { throw ValidationError("--threads must be 1 to 64, not \(threads)") }
+            simulator = try APNsSimulator(configuration: try makeConfiguration(), logger: logger, threads: threads)
         } catch {
             ProcessFailure.printError("pushchat-apns-sim", "\(error)")
             throw ExitCode(1)

@@ -72,6 +72,12 @@ struct BenchCommand: AsyncParsableCommand {
     )
     var gatewayNice: Int32 = -10
     @Option(
+        name: .customLong("gateway-threads"),
+        help:
+            "In the field, the simulator's event-loop threads (its --threads), each gateway connection served on one in turn: Apple's and Google's servers serve a provider's connections apart (1: all on one thread, where a broadcast's requests delay chat's)."
+    )
+    var gatewayThreads = 8
+    @Option(
         name: .customLong("process-logs"),
         help: "A folder for the output of the processes under test and the simulator's, NAME.log each, appended (default: discarded)."
     )
@@ -123,6 +129,7 @@ struct BenchCommand: AsyncParsableCommand {
             simulatorNice: gatewayNice,
             processLogs: processLogs
         )
+        plan.field.simulatorThreads = gatewayThreads
         plan.migrations = migrations
         plan.chatSeconds = chatSeconds
         plan.chatClients = chatClients

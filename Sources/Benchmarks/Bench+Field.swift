@@ -217,7 +217,8 @@ extension Bench {
             Figure(
                 name: "(field) processes",
                 value: "simulator, API and daemons as processes of their own, as \(field.account?.name ?? "this user")"
-                    + (field.simulatorNice == 0 ? "" : "; the simulator at nice \(field.simulatorNice) (Apple's and Google's side)"),
+                    + (field.simulatorNice == 0 ? "" : "; the simulator at nice \(field.simulatorNice) (Apple's and Google's side)")
+                    + (field.simulatorThreads == 1 ? "" : ", on \(field.simulatorThreads) threads"),
                 target: "-",
                 met: nil
             ),

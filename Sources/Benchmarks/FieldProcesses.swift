@@ -26,6 +26,10 @@ package struct FieldPlan: Sendable {
     /// any process under test, fell behind, and its unread requests were what chat waited for during a broadcast
     /// (issue 43, item 5). Negative needs root: otherwise 0.
     package var simulatorNice: Int32 = 0
+    /// The simulator's event-loop threads (its `--threads`): each connection is served on one of them in turn. On one
+    /// thread a broadcast's connections and chat's shared it, and chat's requests waited unread behind the broadcast's
+    /// (issue 43, item 5): Apple's and Google's servers serve a provider's connections apart.
+    package var simulatorThreads = 1
     /// A folder the processes' output goes to, one `NAME.log` each, appended (nil: discarded). Their warnings say what a
     /// figure's outliers met (a reconnection, a retry).
     package var processLogs: String?
@@ -57,6 +61,8 @@ final class FieldProcesses: Sendable {
     let simulatorPorts: APNsSimulator.Ports?
     /// The niceness the simulator's process runs at (``FieldPlan/simulatorNice``).
     let simulatorNice: Int32
+    /// The simulator's event-loop threads (``FieldPlan/simulatorThreads``).
+    let simulatorThreads: Int
     /// Where the simulator's process writes the chat notifications it accepts (``FieldPlan/recordChat``).
     let recordFile: String?
     /// Where the processes' output goes (``FieldPlan/processLogs``).
@@ -71,11 +77,13 @@ final class FieldProcesses: Sendable {
         ports: APNsSimulator.Ports?,
         recordFile: String? = nil,
         nice: Int32 = 0,
+        threads: Int = 1,
         processLogs: String? = nil
     ) {
         self.account = account
         self.processLogs = processLogs
         self.simulatorNice = nice
+        self.simulatorThreads = threads
         self.recordFile = recordFile
         self.simulator = NIOLockedValueBox(simulator)
         self.simulatorPID = simulator?.processIdentifier
@@ -116,6 +124,7 @@ final class FieldProcesses: Sendable {
             "--http2-port", "\(ports.http2)", "--status-port", "\(ports.status ?? 0)",
             "--fcm-service-account", fcmAccountFile, "--fcm-port", "\(fcmPort)", "--log-level", "warning",
         ]
+        if plan.simulatorThreads != 1 { arguments += ["--threads", "\(plan.simulatorThreads)"] }
         for topic in topics { arguments += ["--topic", topic] }
         var recordFile: String?
         if plan.recordChat {
@@ -137,6 +146,7 @@ final class FieldProcesses: Sendable {
             ports: ports,
             recordFile: recordFile,
             nice: nice,
+            threads: plan.simulatorThreads,
             processLogs: plan.processLogs
         )
         for _ in 0..<200 {

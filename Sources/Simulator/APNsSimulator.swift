@@ -47,17 +47,21 @@ package final class APNsSimulator: Service, Sendable {
         if ownsGroup { group.shutdownGracefully { _ in } }
     }
 
-    /// - Parameter group: defaults to a thread of its own, so a busy process (tests, benchmarks) cannot delay the
-    ///   gateway's reads behind other work.
+    /// - Parameters:
+    ///   - group: defaults to threads of its own, so a busy process (tests, benchmarks) cannot delay the gateway's
+    ///     reads behind other work.
+    ///   - threads: how many, without `group`: the connections are served on them in turn (with one, a broadcast's
+    ///     connections and chat's share it, and chat's requests wait unread behind the broadcast's).
     package init(
         configuration: SimulatorConfiguration,
         logger: Logger,
-        group: (any EventLoopGroup)? = nil
+        group: (any EventLoopGroup)? = nil,
+        threads: Int = 1
     ) throws {
         self.configuration = configuration
         self.logger = logger
         self.ownsGroup = group == nil
-        self.group = group ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.group = group ?? MultiThreadedEventLoopGroup(numberOfThreads: max(1, threads))
         self.state = try SimulatorState(configuration: configuration)
         self.tlsContext = try Self.serverContext(configuration)
         self.http2TLSContext = try Self.serverContext(configuration, http2: true)

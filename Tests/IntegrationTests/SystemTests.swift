@@ -111,8 +111,8 @@ import Testing
         ]
     }
 
-    /// The simulator (HTTP/2 on `http2`, tokens in `directory/unregistered.txt` answered 410), API and push daemon in
-    /// production mode.
+    /// The simulator (HTTP/2 on `http2`, tokens in `directory/unregistered.txt` answered 410; its connections served on
+    /// three threads, as the field bench runs it with more than one), API and push daemon in production mode.
     static func startOverHTTP2(in directory: String, environment: [String: String], http2: Int, api: Int) async throws -> Processes {
         if !FileManager.default.fileExists(atPath: directory + "/unregistered.txt") {
             try "".write(toFile: directory + "/unregistered.txt", atomically: true, encoding: .utf8)
@@ -121,7 +121,7 @@ import Testing
             in: directory,
             simulator: [
                 "--gateway-port", "0", "--feedback-port", "0", "--http2-port", "\(http2)", "--topic", PushHarness.topic,
-                "--unregistered", directory + "/unregistered.txt",
+                "--unregistered", directory + "/unregistered.txt", "--threads", "3",
             ],
             mode: "production",
             environment: environment,
@@ -325,6 +325,19 @@ import Testing
             )
             #expect(left == "Ann,Carl")
         }
+    }
+
+    /// The simulator refuses a number of threads it cannot use, with the reason, before it listens.
+    @Test func theSimulatorRefusesZeroThreads() throws {
+        let run = try Executable(name: "pushchat-apns-sim").run(
+            [
+                "--certs", TestCertificates.directory, "--no-status", "--gateway-port", "0", "--feedback-port", "0", "--http2-port", "0",
+                "--threads", "0",
+            ],
+            environment: [:]
+        )
+        #expect(run.status == 1)
+        #expect(run.standardError.contains("--threads must be 1 to 64, not 0"), "\(run.standardError)")
     }
 
     static func waitForPort(_ port: Int) async throws {
