@@ -298,6 +298,10 @@ package final class Bench: Sendable {
             for process in processes { process.waitUntilExit() }
         }
         defer { stopDaemons() }
+        // The WAL the drain wrote (its claims, stamps and moves): after each checkpoint a page's first change is written
+        // whole again, so the WAL per row says how often a drain brings one on.
+        let walSQL = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8"
+        let walBefore = try await double(walSQL)
         let start = ContinuousClock.now
         let cpuBefore = (
             daemons: processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +), bench: field.simulatorCPUSeconds(),
@@ -326,11 +330,13 @@ package final class Bench: Sendable {
         let daemonCPU = processes.map { Self.cpuSeconds(of: $0.processIdentifier) }.reduce(0, +) - cpuBefore.daemons
         let benchCPU = field.simulatorCPUSeconds() - cpuBefore.bench
         let restCPU = Self.machineCPUSeconds() - cpuBefore.machine - daemonCPU - benchCPU
+        let wal = try await double(walSQL) - walBefore
         let cpu = String(
-            format: "CPU per row: daemon %.1f µs, simulator %.1f µs, the rest %.1f µs",
+            format: "CPU per row: daemon %.1f µs, simulator %.1f µs, the rest %.1f µs; WAL per row %.0f bytes",
             daemonCPU / Double(rows) * 1e6,
             benchCPU / Double(rows) * 1e6,
-            restCPU / Double(rows) * 1e6
+            restCPU / Double(rows) * 1e6,
+            wal / Double(rows)
         )
         let span = try await double(
             "SELECT extract(epoch FROM max(time_sent) - min(time_sent))::float8 FROM \(deliveries) WHERE message_id > \(firstID)"
