@@ -169,8 +169,8 @@ extension Bench {
         )
         // Where a chat row's time went while the broadcast drained, from PostgreSQL's clock: queued (the API's
         // transaction) → claimed (the lease's start: the lease as the daemon read it) → stamped sent (the result's
-        // transaction); p50, p99 and max of each (a row found only by the claim from the start, once a minute, shows in
-        // the first's max).
+        // transaction); p50, p99 and max of each (a row found only by the safety net behind the claim cursors, once a
+        // minute, shows in the first's max).
         let lease = overrides["PUSHCHAT_PUSH_LEASE"].flatMap(Configuration.parseDuration) ?? PushSettings().lease
         let stagesSQL = """
             SELECT coalesce(percentile_disc(ARRAY[0.5, 0.99, 1]) WITHIN GROUP (ORDER BY extract(epoch FROM claimed - time_queued) * 1000),

@@ -251,6 +251,7 @@ package final class PushService: Service, Sendable {
     /// Renews the leases of rows in flight and returns expired claims (of daemons that died) to the queue; asks whether
     /// rows move to `push_history` yet (after `migrate --contract`, which may run while the daemon does).
     static func maintainLeases(_ context: WorkerContext, queue: PushQueue) async {
+        var lastProbe = ContinuousClock.now
         while !Task.isCancelled {
             do {
                 let moving = queue.history.moving
@@ -265,6 +266,14 @@ package final class PushService: Service, Sendable {
                 if returned > 0 {
                     context.logger.info("Returned \(returned) notifications whose lease ran out (their daemon stopped) to the queue")
                     context.signal.signal()
+                }
+                // While NOTIFYs say where rows appear, the claims never go back to the start: this looks behind them.
+                if queue.cursors.isListening, lastProbe.duration(to: .now) >= ClaimCursor.listeningRescan {
+                    lastProbe = .now
+                    if try await queue.probeBehindCursors() > 0 {
+                        context.logger.info("Found notifications behind the claim cursors that no NOTIFY announced; claiming them now")
+                        context.signal.signal()
+                    }
                 }
             } catch {
                 context.logger.warning("Cannot renew leases: \(DatabaseError.describe(error))")

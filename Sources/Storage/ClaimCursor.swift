@@ -1,16 +1,19 @@
 /// Where the next claim's index scan starts: just past the newest row claimed while claims come back full (a
-/// backlog is draining), or after any claim while the daemon listens (below), so a claim does not walk again past every row already claimed and sent. Those rows leave
-/// dead index entries behind, and while any session holds an old snapshot open (an operator's psql in a
-/// REPEATABLE READ transaction) they can be neither vacuumed nor skipped: each claim from the start of the queue
-/// visited all of them again and the drain slowed down round after round.
+/// backlog is draining), or after any claim while the daemon listens (below), so a claim does not walk again past every
+/// row already claimed and sent. Those rows leave dead index entries behind, and while any session holds an old
+/// snapshot open (an operator's psql in a REPEATABLE READ transaction) they can be neither vacuumed nor skipped: each
+/// claim from the start of the queue visited all of them again and the drain slowed down round after round.
 ///
 /// Rows behind the cursor that become claimable again (given back, a lease run out, a transaction that committed
 /// after later ones) are found by a claim from the start: without a listener, after a claim came back short (the end
 /// of the queue was reached), after rows were given back, and at least every `rescan`. While the daemon listens, each
 /// of those says where it is (the NOTIFY of an insert or of rows given back carries their lowest message id:
-/// ``rewind(below:)``), so even a short claim moves the cursor past what it claimed, and the claim from the start is
-/// only a safety net, every ``listeningRescan``: with a snapshot held, each claim from
-/// the start walked every row claimed since, and that was the whole cost of the snapshot (docs/BENCHMARKS.md, issue 43).
+/// ``rewind(below:)``), so even a short claim moves the cursor past what it claimed, and claims never go back to the
+/// start on their own. The safety net for a row nothing announced (one an operator's statement held locked as a claim
+/// passed it) is a probe off the claims' path, every ``listeningRescan``: ``PushQueue/probeBehindCursors()`` looks for
+/// a claimable row behind each cursor and rewinds it there. A claim from the start walked every row claimed since the
+/// oldest snapshot open: with one held, that was the whole cost of the snapshot (docs/BENCHMARKS.md, issue 43), and
+/// chat's once-a-minute claim from the start during a broadcast took 0.7 s, its slowest message (issue 43, item 5).
 package struct ClaimCursor: Sendable, Equatable {
     /// One claim under way: where it started, and whether the daemon listened when it began (NOTIFYs then say where
     /// rows appear behind the cursor).
@@ -33,7 +36,8 @@ package struct ClaimCursor: Sendable, Equatable {
     package var claimsUnderWay: Int { underWay.count }
     package let rescan: Duration
 
-    /// How often a claim starts from the start while NOTIFYs say where rows appear behind the cursor.
+    /// How often the daemon looks for claimable rows behind its cursors while NOTIFYs say where rows appear
+    /// (``PushQueue/probeBehindCursors()``): the safety net for a row nothing announced.
     package static let listeningRescan: Duration = .seconds(60)
 
     package init(rescan: Duration = .seconds(1)) { self.rescan = rescan }
@@ -41,9 +45,8 @@ package struct ClaimCursor: Sendable, Equatable {
     /// A claim beginning `now`, and where it starts; `listening`: the NOTIFYs rewind the cursor (``rewind(below:)``).
     /// Each claim begun ends with ``claimed(_:count:limit:newest:)`` or ``abandoned(_:)``.
     package mutating func begin(now: ContinuousClock.Instant, listening: Bool = false) -> Claim {
-        let period = listening ? max(rescan, Self.listeningRescan) : rescan
         var from: Int64 = 0
-        if after > 0, let last = lastFromStart, last.duration(to: now) < period {
+        if after > 0, listening || (lastFromStart.map { $0.duration(to: now) < rescan } ?? false) {
             from = after
         } else {
             lastFromStart = now

@@ -81,7 +81,20 @@ package struct PushQueue: Sendable {
     /// Holds the daemon's ``ClaimCursor``.
     final class CursorBox: Sendable {
         let value: Mutex<ClaimCursor>
+        /// Whose rows the cursor walks (set by its claims), where ``PushQueue/probeBehindCursors()`` looks behind it.
+        let lane = Mutex<CursorLane?>(nil)
         init(_ cursor: ClaimCursor) { value = Mutex(cursor) }
+
+        func walks(_ walked: CursorLane) {
+            lane.withLock { if $0 != walked { $0 = walked } }
+        }
+    }
+
+    /// The rows one cursor walks: an app's on a platform, a broadcast's or the others.
+    struct CursorLane: Sendable, Equatable {
+        let app: String
+        let platform: String
+        let bulk: Bool
     }
 
     /// Every cursor of the daemon's queues (each lane's, each kind's), for what the NOTIFYs say (shared by every queue
@@ -111,6 +124,15 @@ package struct PushQueue: Sendable {
         /// Rows from `id` on became claimable (nil: somewhere, so every next claim starts from the start).
         package func rewind(below id: Int64?) {
             for entry in boxes.withLock({ $0 }) { entry.box?.value.withLock { $0.rewind(below: id ?? 0) } }
+        }
+
+        /// The cursors that have claimed past the start, with their lanes and where their next claims start.
+        func pastTheStart() -> [(box: CursorBox, lane: CursorLane, after: Int64)] {
+            boxes.withLock { $0 }.compactMap { entry in
+                guard let box = entry.box, let lane = box.lane.withLock({ $0 }) else { return nil }
+                let after = box.value.withLock { $0.after }
+                return after > 0 ? (box, lane, after) : nil
+            }
         }
     }
     /// See ``Cursors``.
@@ -288,6 +310,8 @@ package struct PushQueue: Sendable {
     package func claim(limit: Int, bulkLimit: Int? = nil) async throws -> [QueuedNotification] {
         let now = ContinuousClock.now
         let listening = cursors.isListening
+        cursor.walks(CursorLane(app: app, platform: platform.rawValue, bulk: false))
+        bulkCursor.walks(CursorLane(app: app, platform: platform.rawValue, bulk: true))
         let claim = cursor.value.withLock { $0.begin(now: now, listening: listening) }
         let bulkClaim = bulkCursor.value.withLock { $0.begin(now: now, listening: listening) }
         // A claim that fails moves neither cursor; one that succeeded has ended where it moved one (a no-op here).
@@ -421,6 +445,32 @@ package struct PushQueue: Sendable {
         guard !ids.isEmpty else { return }
         _ = try await run(releaseStatement(ids))
         rewind()
+    }
+
+    /// The safety net while the daemon listens (``ClaimCursor``): asks each cursor's lane for a claimable row behind
+    /// it that no NOTIFY announced (one an operator's statement held locked as a claim passed over it) and rewinds the
+    /// cursor to the first. It reads without locking and runs from the lease keeper, not in a claim, so no claim waits
+    /// for its walk over the rows claimed since; the claims themselves no longer go back to the start (chat's did once
+    /// a minute, and during a broadcast that claim was chat's slowest: 0.7 s). Returns how many cursors it rewound.
+    @discardableResult
+    package func probeBehindCursors() async throws -> Int {
+        var rewound = 0
+        for target in cursors.pastTheStart() {
+            let rows = try await run(
+                """
+                SELECT min(message_id) FROM push_queue
+                WHERE time_sent IS NULL AND time_failed IS NULL AND claimed_until IS NULL
+                  AND app = \(target.lane.app) AND platform = \(target.lane.platform) AND bulk = \(target.lane.bulk)
+                  AND message_id <= \(target.after)
+                """
+            )
+            for id in try rows.decode(Int64?.self) {
+                guard let id else { continue }
+                target.box.value.withLock { $0.rewind(below: id) }
+                rewound += 1
+            }
+        }
+        return rewound
     }
 
     /// Rows were given back: the next claim looks from the start of both scans.

@@ -73,7 +73,7 @@ import Testing
         }
     }
 
-    /// While the daemon listens, a claim from the start is only a safety net: a row whose transaction committed after
+    /// While the daemon listens, claims never go back to the start on their own: a row whose transaction committed after
     /// the cursor passed its id is found through its NOTIFY, which carries the id (as the daemon's listener does).
     @Test func aLateCommitBehindTheCursorIsFoundThroughItsNotify() async throws {
         try await Self.withQueue(rows: 0) { queue, url in
@@ -132,14 +132,19 @@ import Testing
     }
 
     @Test func whileListeningARowBehindTheCursorWithoutANotifyWaitsForTheSafetyNet() async throws {
-        try await Self.withQueue(rows: 12) { queue, url in
+        try await Self.withQueue(rows: 16) { queue, url in
             queue.cursors.setListening(true)
+            #expect(try await queue.probeBehindCursors() == 0, "no claim yet: no cursor past the start")
             #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])
+            #expect(try await queue.probeBehindCursors() == 0, "rows behind the cursor, all claimed")
             try await Self.free(2, url: url)
             try await Task.sleep(for: .milliseconds(1100))
             #expect(try await Self.ids(queue, 4) == [5, 6, 7, 8], "the rescan interval alone no longer sends it to the start")
+            #expect(try await queue.probeBehindCursors() == 1, "the probe finds message 2 behind the cursor")
+            #expect(try await Self.ids(queue, 4) == [2, 9, 10, 11], "and the next claim starts there")
+            try await Self.free(3, url: url)
             queue.cursors.setListening(false)
-            #expect(try await Self.ids(queue, 4) == [2, 9, 10, 11], "without a listener it does")
+            #expect(try await Self.ids(queue, 4) == [3, 12, 13, 14], "without a listener the claims go to the start themselves")
         }
     }
 
