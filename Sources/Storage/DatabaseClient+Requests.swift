@@ -6,6 +6,12 @@ package import PostgresNIO
 import Support
 
 extension DatabaseClient {
+    /// The executor a request's work (the statement's rows decoded, the caller's body) runs on when the caller names
+    /// one: a broadcast's lane names its threads at a lower priority (`push_broadcast_nice`). A preference set with
+    /// `withTaskExecutorPreference` does not reach the unstructured task ``withConnection(_:)`` starts, so without this
+    /// a broadcast's claims were decoded on the cooperative threads chat's run on, at chat's priority.
+    @TaskLocal package static var executor: (any TaskExecutor)?
+
     /// Runs `body` on a pooled connection, in the two phases the type's documentation describes.
     ///
     /// Throws ``DatabaseError`` with code `unavailable` (nothing reached the server: the database is down, or no
@@ -24,7 +30,7 @@ extension DatabaseClient {
         let overdue: @Sendable () -> DatabaseError = {
             unknown("no answer within \(statementLimit.formatted); the statement may or may not have been carried out")
         }
-        let work = Task {
+        let work = Task(executorPreference: Self.executor) {
             do {
                 let value = try await pool.withConnection { connection in
                     guard lease.withLockedValue({ $0.connectionCame(connection) }) else { throw CancellationError() }

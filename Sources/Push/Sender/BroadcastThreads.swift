@@ -1,6 +1,7 @@
 import HTTP2Client
 import NIOCore
 import NIOPosix
+import Storage
 
 #if canImport(Glibc)
 import Glibc
@@ -10,9 +11,10 @@ import Glibc
 /// own at a lower CPU priority. While a broadcast drains at full speed every core is busy (the daemon, PostgreSQL, the
 /// gateway's side on a small machine), and each step of a chat row (its claim's answer, the writer taking it, its
 /// write, its answer) waited for a core behind the broadcast's work. Here the broadcast's connections (their event
-/// loops, ``ConnectionThreads``) and their drivers' claimer, writer and reader tasks (a task executor preference) run
-/// on threads at niceness `nice`: when chat's threads and these both want a core, the kernel gives it to chat's; when
-/// nothing else wants the cores, these take them all, so the broadcast's pace is the machine's as before.
+/// loops, ``ConnectionThreads``), their drivers' claimer, writer and reader tasks (a task executor preference) and
+/// their database requests' work (``DatabaseClient/executor``: decoding a claim's rows) run on threads at niceness
+/// `nice`: when chat's threads and these both want a core, the kernel gives it to chat's; when nothing else wants the
+/// cores, these take them all, so the broadcast's pace is the machine's as before.
 final class BroadcastThreads: TaskExecutor {
     let group: MultiThreadedEventLoopGroup
 
@@ -36,7 +38,9 @@ final class BroadcastThreads: TaskExecutor {
     /// Runs `body` with its tasks, and the connections it opens, on these threads.
     func run(_ body: () async -> Void) async {
         await withTaskExecutorPreference(self) {
-            await ConnectionThreads.$group.withValue(group) { await body() }
+            await DatabaseClient.$executor.withValue(self) {
+                await ConnectionThreads.$group.withValue(group) { await body() }
+            }
         }
     }
 
