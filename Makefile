@@ -20,9 +20,12 @@ build:
 bench:
 	./scripts/bench.sh
 
-# Builds the programs a release carries (run it as yourself).
+# Builds the programs a release carries, and the simulator the deployment test stands in for Apple with (run it as
+# yourself). Only these: the benchmark and the fuzz replayer are not a release's (scripts/bench.sh builds its own here).
+RELEASE_PRODUCTS = $(PROGRAMS) pushchat-apns-sim
 release:
-	swift build $(SWIFT_INSTALL_FLAGS)
+	@for product in $(RELEASE_PRODUCTS); do echo "swift build $(SWIFT_INSTALL_FLAGS) --product $$product"; \
+	    swift build $(SWIFT_INSTALL_FLAGS) --product $$product || exit 1; done
 
 # Where `release` puts the binaries (the deployment test runs the simulator from there).
 release-bin-path:

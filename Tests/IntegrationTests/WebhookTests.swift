@@ -428,7 +428,7 @@ import Testing
     /// none is POSTed during the drain and all of them right after it; with 0 (the control), they flow during it.
     @Test func eventsWaitWhileABroadcastDrainsAtFullSpeed() async throws {
         try await PushHarness.run { harness in
-            let devices = 10_000
+            let devices = 4_000
             try await BroadcastTests.seedDevices(harness.url, count: devices)
             let port = try FreePort.loopback()
             let secret = try Self.add(harness, "drains", port: port, events: "notification.sent")
