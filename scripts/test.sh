@@ -118,12 +118,16 @@ export PUSHCHAT_TEST_DATABASE_CA="$PG_CA_FILE"
 echo "    $PUSHCHAT_TEST_DATABASE_URL"
 finish "PostgreSQL"
 
+begin "swift build --build-tests"
+swift build --build-tests
+finish "build"
+bin=$(swift build --show-bin-path)
+
 # The builds the later stages start with (the deployment stage's `make dist`, the fuzz stage's target with its
 # sanitizers: each from scratch on a fresh clone, a third of CI's time) run ahead in the background at the lowest CPU
-# and I/O priority (SCHED_IDLE, ionice idle), from before the tests' own build: they take what that build leaves idle
-# (its serial steps, its links) and then what the tests leave, about half of the cores. Each stage waits for its own
-# build, then runs its command as before: a background build that failed is built again there, in the stage's log.
-# PUSHCHAT_TEST_PREBUILD=0 turns it off.
+# and I/O priority (SCHED_IDLE, ionice idle) while the tests run, which leave about half of the cores idle. Each stage
+# waits for its own build, then runs its command as before: a background build that failed is built again there, in
+# the stage's log. PUSHCHAT_TEST_PREBUILD=0 turns it off.
 prebuild_pid=""
 prebuild_log="$PWD/.local/test-output/prebuild.log"
 prebuild_release_done="$PWD/.local/test-output/prebuild.release-done"
@@ -148,12 +152,6 @@ if [ "${PUSHCHAT_TEST_PREBUILD:-1}" = 1 ] && [ $((prebuild_release + prebuild_fu
     ' prebuild "$prebuild_release" "$prebuild_fuzz" "$prebuild_release_done" "$prebuild_fuzz_done" >"$prebuild_log" 2>&1 &
     prebuild_pid=$!
 fi
-
-begin "swift build --build-tests"
-swift build --build-tests
-finish "build"
-bin=$(swift build --show-bin-path)
-
 # Waits for the background builds: the release's (release) or all of them (all), saying how long it waited.
 await_prebuild() {
     [ -n "$prebuild_pid" ] || return 0
