@@ -479,11 +479,15 @@ package struct PushQueue: Sendable {
         bulkCursor.value.withLock { $0.rewind() }
     }
 
-    /// Gives the rows back and says where with a NOTIFY: the other daemons' cursors may be past them.
+    /// Gives the rows back and says where with a NOTIFY: the other daemons' cursors may be past them. `claimed_by` goes
+    /// too: a lease renewal whose list was read before this committed (the lease keeper runs beside result recording)
+    /// renews only rows still named by this daemon, so it cannot take them back. It did, for a whole lease: a daemon
+    /// stopped with SIGTERM left rows it had given back leased to itself.
     func releaseStatement(_ ids: [Int64]) -> PostgresQuery {
         """
         WITH r AS (
-            UPDATE push_queue SET claimed_until = NULL WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL
+            UPDATE push_queue SET claimed_until = NULL, claimed_by = NULL
+            WHERE message_id = ANY(\(ids)) AND claimed_by = \(instance) AND time_sent IS NULL
             RETURNING message_id
         )
         SELECT pg_notify('push_queue', min(message_id)::text) IS NULL FROM r HAVING count(*) > 0
@@ -593,7 +597,9 @@ package struct PushQueue: Sendable {
 
     /// Extends the lease of rows still in flight. A row another statement holds is skipped, never waited for: it is
     /// being recorded (its answer came: it needs no new lease) or an operator's statement has it; waiting would make
-    /// the lease keeper one end of a deadlock with result recording (issue 42).
+    /// the lease keeper one end of a deadlock with result recording (issue 42). A row whose lease ran out and which
+    /// another daemon returned to the queue (it keeps `claimed_by`) is taken back if nobody claimed it meanwhile: this
+    /// daemon wrote it. A row this daemon gave back (``release(_:)`` clears `claimed_by`) is not.
     package func renew(_ ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         _ = try await run(

@@ -54,6 +54,25 @@ import Testing
         }
     }
 
+    /// The lease keeper renews from a list it read before result recording gave some rows back (they run side by
+    /// side): those stay given back, claimable by any daemon. Rows whose lease ran out and that another daemon
+    /// returned to the queue (unclaimed since) are taken back: this daemon wrote them.
+    @Test func aRenewalFromAnOlderListDoesNotTakeBackRowsGivenBack() async throws {
+        try await Self.withQueue(rows: 6) { queue, url in
+            let held = try await Self.ids(queue, 6)
+            try await queue.release([2, 3])
+            for id: Int64 in [4, 5] { try await Self.free(id, url: url) }
+            try await queue.renew(held)
+            let free = try await TestDatabase.withConnection(url) { connection in
+                try await connection.query(
+                    "SELECT message_id FROM push_queue WHERE claimed_until IS NULL ORDER BY message_id",
+                    logger: TestDatabase.logger
+                ).collect().map { try $0.decode(Int64.self) }
+            }
+            #expect(free == [2, 3])
+        }
+    }
+
     @Test func aRowFreedBehindTheCursorIsFoundAtTheEndOfTheQueue() async throws {
         try await Self.withQueue(rows: 10, rescan: .seconds(60)) { queue, url in
             #expect(try await Self.ids(queue, 4) == [1, 2, 3, 4])
